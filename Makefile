@@ -1,0 +1,42 @@
+# Set-up-free entry points: each target bootstraps its own virtual environment.
+PYTHON ?= python3
+VENV ?= .venv
+CORES ?= 2
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: reproduce realdata smoke test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[workflow,test]"
+	touch $@
+
+## reproduce: every synthetic experiment of the three papers at paper scale
+reproduce: $(STAMP)
+	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES)
+
+## realdata: MovieLens-25M and Jester experiments (downloads or pre-placed archives)
+realdata: $(STAMP)
+	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) realdata
+
+## smoke: every experiment, tiny
+smoke: $(STAMP)
+	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) --configfile config/smoke.yaml
+
+## test: lint and the whole test suite (real snakemake, HDF5, dp-accounting; SLURM where present)
+test: $(STAMP)
+	$(BIN)/ruff check src tests workflow/scripts benchmarks
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests workflow/scripts benchmarks
+
+## bench: speed and scaling measurements (writes benchmarks/results/)
+bench: $(STAMP)
+	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf results/*/ paper/figures/* paper/tables/* .snakemake

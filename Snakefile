@@ -1,0 +1,36 @@
+# dpbandits: every figure and table of the three papers from sharded simulations.
+#   snakemake --cores N                     synthetic experiments at paper scale (default)
+#   snakemake --cores N realdata            MovieLens-25M and Jester experiments
+#   snakemake --cores N --configfile config/smoke.yaml    the same, tiny
+from pathlib import Path
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+if not config:
+
+    configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/simulate.smk"
+include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/figures.smk"
+
+
+for optional in ("data", "audit", "paper"):
+    if Path(workflow.basedir, "workflow", "rules", f"{optional}.smk").exists():
+
+        include: f"workflow/rules/{optional}.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        experiment_targets("synthetic"),
+
+
+rule realdata:
+    input:
+        experiment_targets("realdata"),

@@ -1,0 +1,208 @@
+"""Configuration: schema validation with defaults, and the experiment grid → shard specs."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+from dpbandits.errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+EXPERIMENT_FAMILIES = ("glm", "linear", "ts")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One simulation job: its output path (relative to the results folder) and its spec."""
+
+    path: str
+    spec: dict[str, Any]
+
+
+def load_schema() -> dict[str, Any]:
+    return _copy(_schema_text())
+
+
+@lru_cache(maxsize=1)
+def _schema_text() -> dict[str, Any]:
+    with open(SCHEMA_PATH) as handle:
+        return yaml.safe_load(handle)
+
+
+def _with_defaults(validator_class: type) -> type:
+    validate_properties = validator_class.VALIDATORS["properties"]
+
+    def set_defaults(validator, properties, instance, schema):  # noqa: ANN001
+        if isinstance(instance, dict):
+            for name, sub in properties.items():
+                if "default" in sub and name not in instance:
+                    instance[name] = _copy(sub["default"])
+        yield from validate_properties(validator, properties, instance, schema)
+
+    return jsonschema.validators.extend(validator_class, {"properties": set_defaults})
+
+
+def _copy(value: Any) -> Any:
+    return yaml.safe_load(yaml.safe_dump(value))
+
+
+def describe_error(error: jsonschema.ValidationError) -> str:
+    """One line: where in the config, the bad value, and what is allowed."""
+    where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
+    return f"config error at {where}: {error.message}"
+
+
+def validate_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Validate against the schema, filling defaults in place; one clear ConfigError if bad."""
+    if not isinstance(config, dict):
+        raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
+    schema = load_schema()
+    validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
+    if errors:
+        best = jsonschema.exceptions.best_match(errors)
+        raise ConfigError(describe_error(best))
+    return config
+
+
+def load_config(path: str | Path) -> dict[str, Any]:
+    """Read a YAML config and validate it (with defaults)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        with open(path) as handle:
+            config = yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        line = str(exc).replace("\n", " ")
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {line}") from None
+    return validate_config(config)
+
+
+def slug(text: str) -> str:
+    """File-system safe name of a label."""
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("_")
+
+
+def format_epsilon(epsilon: float | None) -> str:
+    return "none" if epsilon is None else format(float(epsilon), "g")
+
+
+def expand_algorithms(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Algorithm entries with `grid` expanded into one labelled entry per combination."""
+    expanded = []
+    for entry in entries:
+        base = entry.get("label", entry["policy"])
+        grid = entry.get("grid") or {}
+        keys = list(grid)
+        for values in itertools.product(*(grid[k] for k in keys)):
+            chosen = dict(zip(keys, values, strict=True))
+            label = base
+            if chosen:
+                label += " [" + ", ".join(f"{k}={v}" for k, v in chosen.items()) + "]"
+            expanded.append({
+                "label": label,
+                "grid_of": base,
+                "policy": entry["policy"],
+                "params": {**entry.get("params", {}), **chosen},
+                "grid_params": chosen,
+                "accounting": entry.get("accounting", "strict"),
+            })
+    return expanded
+
+
+def instance_grid(exp: dict[str, Any]) -> list[dict[str, Any]]:
+    """Cartesian product of `instance_grid` merged into the base instance mapping."""
+    grid = exp.get("instance_grid") or {}
+    keys = list(grid)
+    combos = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        combos.append({**exp["instance"], **dict(zip(keys, values, strict=True))})
+    return combos
+
+
+def _check_instance(name: str, index: int, inst: dict[str, Any]) -> None:
+    full = load_schema()
+    schema = {"$defs": full["$defs"], **full["$defs"]["experiment"]["properties"]["instance"]}
+    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(inst))
+    if errors:
+        err = jsonschema.exceptions.best_match(errors)
+        key = "/".join(str(p) for p in err.absolute_path)
+        raise ConfigError(
+            f"config error at experiments/{name}/instance (grid point {index}) {key}: "
+            f"{err.message}"
+        )
+
+
+def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
+    """Every shard of one experiment, in a stable order."""
+    from dpbandits.policies import get_policy_class
+
+    instances = instance_grid(exp)
+    for index, inst in enumerate(instances):
+        _check_instance(name, index, inst)
+    algorithms = expand_algorithms(exp["algorithms"])
+    slugs: dict[str, str] = {}
+    for alg in algorithms:
+        other = slugs.setdefault(slug(alg["label"]), alg["label"])
+        if other != alg["label"]:
+            raise ConfigError(f"algorithm labels {other!r} and {alg['label']!r} in experiment "
+                              f"{name} map to the same folder name; rename one")
+    trials = list(range(exp["trials"]))
+    block = exp.get("trials_per_shard", 1)
+    blocks = [trials[i:i + block] for i in range(0, len(trials), block)]
+    root_seed = int(exp.get("seed", exp["instance"].get("seed", 0)))
+    shards = []
+    for alg in algorithms:
+        cls = get_policy_class(alg["policy"])
+        if cls.private and not exp.get("epsilons"):
+            raise ConfigError(f"config error at experiments/{name}/epsilons: algorithm "
+                              f"{alg['label']} is private and needs a non-empty epsilon grid")
+        epsilons = [float(e) for e in exp["epsilons"]] if cls.private else [None]
+        for eps, (index, inst), trial_block in itertools.product(
+            epsilons, enumerate(instances), blocks
+        ):
+            path = (f"{name}/shards/{slug(alg['label'])}/eps~{format_epsilon(eps)}/"
+                    f"inst~{index}/seeds~{trial_block[0]}-{trial_block[-1]}.h5")
+            spec = {
+                "experiment": name,
+                "algorithm": alg["label"],
+                "policy": alg["policy"],
+                "params": alg["params"],
+                "epsilon": eps,
+                "delta": float(exp["delta"]),
+                "accounting": alg["accounting"],
+                "instance": inst,
+                "instance_index": index,
+                "trials": trial_block,
+                "seed": root_seed,
+            }
+            shards.append(Shard(path, spec))
+    return shards
+
+
+def all_shards(config: dict[str, Any], group: str | None = None) -> dict[str, list[Shard]]:
+    """Shards per experiment (optionally only the experiments of one group)."""
+    out = {}
+    for name, exp in config["experiments"].items():
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            raise ConfigError(f"experiment name {name!r} is not allowed; use letters, digits, _")
+        if group is None or exp.get("group", "synthetic") == group:
+            out[name] = experiment_shards(name, exp)
+    return out
+
+
+def grid_columns(config: dict[str, Any], experiment: str) -> dict[str, dict[str, Any]]:
+    """label → {grid_of, grid params} for summary.csv columns."""
+    exp = config["experiments"][experiment]
+    return {a["label"]: {"grid_of": a["grid_of"], **{f"param_{k}": v for k, v in
+                                                      a["grid_params"].items()}}
+            for a in expand_algorithms(exp["algorithms"])}

@@ -1,0 +1,116 @@
+"""Link functions μ, μ̇ and potentials b of the GLM reward families (glm-bandits spec §1.1)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy.special import expit, log_ndtr, ndtr
+
+Array = np.ndarray
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+
+def _logistic_dot(z: Array) -> Array:
+    p = expit(z)
+    return p * (1.0 - p)
+
+
+def _probit_dot(z: Array) -> Array:
+    return np.exp(-0.5 * np.square(z)) / _SQRT_2PI
+
+
+def _logistic_potential(z: Array) -> Array:
+    return np.logaddexp(0.0, z)
+
+
+def _probit_potential(z: Array) -> Array:
+    return z * ndtr(z) + np.exp(-0.5 * np.square(z)) / _SQRT_2PI
+
+
+def _identity(z: Array) -> Array:
+    return np.asarray(z, dtype=float)
+
+
+def _ones(z: Array) -> Array:
+    return np.ones_like(np.asarray(z, dtype=float))
+
+
+def _square_half(z: Array) -> Array:
+    return 0.5 * np.square(z)
+
+
+def _log_expit(z: Array) -> Array:
+    return -np.logaddexp(0.0, -z)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A reward family: mean μ, derivative μ̇, potential b (b' = μ), sup μ̇ and the reward bound R."""
+
+    name: str
+    mean: Callable[[Array], Array]
+    dot: Callable[[Array], Array]
+    potential: Callable[[Array], Array]
+    sup_dot: float
+    reward_bound: float
+    log_mean: Callable[[Array], Array] | None = None
+    log_one_minus_mean: Callable[[Array], Array] | None = None
+    binary: bool = True
+
+    def kappa_public(self, S: float) -> float:
+        """κ_pub = 1/μ̇(S): the data-independent bound for ‖x‖ ≤ 1, ‖θ*‖ ≤ S (spec §1.2)."""
+        return float(1.0 / self.dot(np.array(S, dtype=float)))
+
+    @property
+    def kappa_star_public(self) -> float:
+        """κ*_pub = 1/sup μ̇ (spec §1.2)."""
+        return 1.0 / self.sup_dot
+
+
+LOGISTIC = Link(
+    name="logistic",
+    mean=expit,
+    dot=_logistic_dot,
+    potential=_logistic_potential,
+    sup_dot=0.25,
+    reward_bound=1.0,
+    log_mean=_log_expit,
+    log_one_minus_mean=lambda z: _log_expit(-z),
+)
+PROBIT = Link(
+    name="probit",
+    mean=ndtr,
+    dot=_probit_dot,
+    potential=_probit_potential,
+    sup_dot=1.0 / _SQRT_2PI,
+    reward_bound=1.0,
+    log_mean=log_ndtr,
+    log_one_minus_mean=lambda z: log_ndtr(-z),
+)
+LINEAR = Link(
+    name="linear",
+    mean=_identity,
+    dot=_ones,
+    potential=_square_half,
+    sup_dot=1.0,
+    reward_bound=1.0,
+    binary=False,
+)
+
+LINKS: dict[str, Link] = {link.name: link for link in (LOGISTIC, PROBIT, LINEAR)}
+
+
+def get_link(name: str) -> Link:
+    """Look a family up by name, with one clear error for an unknown one."""
+    from dpbandits.errors import ConfigError
+
+    try:
+        return LINKS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown reward family {name!r}; allowed: {', '.join(sorted(LINKS))}"
+        ) from None

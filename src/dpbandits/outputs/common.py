@@ -1,0 +1,123 @@
+"""Generic outputs: cumulative-regret curves per instance and the final-regret table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import yaml
+
+from dpbandits.config import REPO_ROOT
+from dpbandits.outputs import output
+from dpbandits.plots import algorithm_color, save_figure, series_label
+from dpbandits.tables import mean_sd, write_table
+
+Z95 = 1.959963984540054
+
+
+def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:
+    return [f"figures/{experiment}_regret.png", f"figures/{experiment}_regret.pdf"]
+
+
+def _facet_value(item: dict[str, Any], facet: str | None) -> Any:
+    if facet is None:
+        return None
+    return item["instance"].get(facet, item.get(facet))
+
+
+@output("regret_curves", files=_curve_files)
+def regret_curves(
+    experiment: str,
+    exp: dict[str, Any],
+    summary: pd.DataFrame,
+    curves: list[dict[str, Any]],
+    paper_dir: Path,
+    facet: str | None = None,
+    epsilons: list[float] | None = None,
+) -> list[Path]:
+    """Cumulative regret vs t, mean with a 95 % band (±1.96 s.e.), one panel per facet value."""
+    kappa = {int(i): k for i, k in summary.groupby("instance_index")["kappa"].first().items()} \
+        if "kappa" in summary else {}
+    panels = sorted({(_facet_value(c, facet), int(c["instance_index"])) for c in curves},
+                    key=lambda p: (p[1]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    for ax, (value, index) in zip(axes[0], panels, strict=True):
+        for item in sorted(curves, key=lambda c: (c["algorithm"], str(c["epsilon"]))):
+            if int(item["instance_index"]) != index:
+                continue
+            if epsilons and item["epsilon"] != "none" and float(item["epsilon"]) not in epsilons:
+                continue
+            t = item["checkpoints"]
+            mean, se = item["regret_mean"], item["regret_se"]
+            color = algorithm_color(item["algorithm"])
+            style = "--" if item.get("accounting") == "paper" else "-"
+            label = series_label(item["algorithm"], item["epsilon"])
+            ax.plot(t, mean, style, color=color, label=label, lw=1.4)
+            ax.fill_between(t, mean - Z95 * se, mean + Z95 * se, color=color, alpha=0.2, lw=0)
+        title = f"{facet} = {value}" if facet else experiment
+        if index in kappa:
+            title += f" (κ = {kappa[index]:.2f})"
+        ax.set_title(title)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative regret")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(f"{experiment}: mean cumulative regret, 95% band", fontsize=10)
+    return save_figure(fig, paper_dir / "figures" / f"{experiment}_regret")
+
+
+def load_published(ref: str | None) -> dict[str, Any] | None:
+    """`"family:key"` → the entry `key` of paper/published/<family>.yaml."""
+    if not ref:
+        return None
+    family, key = ref.split(":", 1)
+    with open(REPO_ROOT / "paper" / "published" / f"{family}.yaml") as handle:
+        return yaml.safe_load(handle)[key]
+
+
+def _table_files(experiment: str, opts: dict[str, Any]) -> list[str]:
+    return [f"tables/{experiment}.{ext}" for ext in ("csv", "md", "tex")]
+
+
+@output("final_regret_table", files=_table_files)
+def final_regret_table(
+    experiment: str,
+    exp: dict[str, Any],
+    summary: pd.DataFrame,
+    curves: list[dict[str, Any]],
+    paper_dir: Path,
+    facet: str = "S",
+    published: str | None = None,
+) -> list[Path]:
+    """Final cumulative regret, mean ± sd over trials with s.e., next to published values."""
+    ref = load_published(published)
+    horizon = int(summary["T"].iloc[0])
+    values = (ref or {}).get("values", {}) if (ref or {}).get("horizon") == horizon else {}
+    rows = []
+    keys = ["algorithm", "accounting", "epsilon", facet]
+    for (algorithm, accounting, eps, facet_value), df in summary.groupby(keys, dropna=False):
+        regret = df["regret"].to_numpy()
+        sd = float(regret.std(ddof=1)) if len(regret) > 1 else 0.0
+        name = algorithm if np.isnan(eps) else f"{algorithm} ε={eps:g}"
+        pub = values.get(name, {}).get(float(facet_value)) if values else None
+        rows.append({
+            "algorithm": name,
+            "accounting": accounting if summary["epsilon"].notna().any() else "",
+            facet: facet_value,
+            "kappa": round(float(df["kappa"].iloc[0]), 2) if "kappa" in df else np.nan,
+            "n": len(regret),
+            "regret (mean ± sd)": mean_sd(regret.mean(), sd),
+            "se": round(sd / np.sqrt(len(regret)), 1),
+            "published": pub,
+            "z": round((regret.mean() - pub) / (sd / np.sqrt(len(regret))), 2)
+            if pub is not None and sd > 0 else np.nan,
+        })
+    table = pd.DataFrame(rows)
+    caption = f"{experiment}: cumulative regret at T over {int(summary['seed'].nunique())} trials"
+    if values:
+        caption += f"; published values from {ref.get('source', published)}"
+    elif ref:
+        caption += f"; no published values at T = {horizon} (published: T = {ref['horizon']})"
+    return write_table(table, paper_dir / "tables" / experiment, caption)

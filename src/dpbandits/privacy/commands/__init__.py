@@ -1,0 +1,1 @@
+"""`dpbandits privacy <NAME>` plug-ins: each module defines NAME, add_arguments, main."""

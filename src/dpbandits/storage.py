@@ -1,0 +1,160 @@
+"""HDF5 shard files: one file per (experiment, algorithm, ε, instance, trial block).
+
+Layout (SCHEMA_VERSION 1): datasets `trials` (n,), `checkpoints` (m,) 1-based rounds,
+`cum_regret` and `cum_reward` (n, m), `wall_time` (n,), `ledger` (n,) JSON strings, group
+`diagnostics/<name>` (n,) floats, group `events/<trial>/<name>` arrays; attributes
+`schema_version`, `spec` (JSON), `instance` (JSON), `package_version`, `git_commit`, `complete`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from dpbandits import __version__
+from dpbandits.errors import ShardError
+
+SCHEMA_VERSION = 1
+REQUIRED_DATASETS = ("trials", "checkpoints", "cum_regret", "cum_reward", "wall_time", "ledger")
+
+
+@dataclass
+class ShardData:
+    """In-memory content of one shard file."""
+
+    spec: dict[str, Any]
+    instance: dict[str, float]
+    trials: np.ndarray
+    checkpoints: np.ndarray
+    cum_regret: np.ndarray
+    cum_reward: np.ndarray
+    wall_time: np.ndarray
+    ledger: list[str]
+    diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
+    events: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final_regret(self) -> np.ndarray:
+        return self.cum_regret[:, -1]
+
+    @property
+    def final_reward(self) -> np.ndarray:
+        return self.cum_reward[:, -1]
+
+
+def git_commit() -> str:
+    """Commit of the source tree this package runs from, or 'unknown'."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 else "unknown"
+
+
+def write_shard(path: str | Path, data: ShardData) -> None:
+    """Write atomically: a temporary file in the same folder, fsync, then rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs["schema_version"] = SCHEMA_VERSION
+            f.attrs["spec"] = json.dumps(data.spec, sort_keys=True)
+            f.attrs["instance"] = json.dumps(data.instance, sort_keys=True)
+            f.attrs["package_version"] = __version__
+            f.attrs["git_commit"] = data.attrs.get("git_commit", git_commit())
+            f.create_dataset("trials", data=np.asarray(data.trials, dtype=np.int64))
+            f.create_dataset("checkpoints", data=np.asarray(data.checkpoints, dtype=np.int64))
+            for name in ("cum_regret", "cum_reward"):
+                f.create_dataset(name, data=np.asarray(getattr(data, name), dtype=np.float64),
+                                 compression="gzip", compression_opts=4, shuffle=True)
+            f.create_dataset("wall_time", data=np.asarray(data.wall_time, dtype=np.float64))
+            f.create_dataset("ledger", data=np.array(data.ledger, dtype=h5py.string_dtype()))
+            diag = f.create_group("diagnostics")
+            for name, values in sorted(data.diagnostics.items()):
+                diag.create_dataset(name, data=np.asarray(values, dtype=np.float64))
+            events = f.create_group("events")
+            for trial, named in sorted(data.events.items()):
+                group = events.create_group(str(trial))
+                for name, values in sorted(named.items()):
+                    group.create_dataset(name, data=np.asarray(values))
+            f.attrs["complete"] = 1
+            f.flush()
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def read_shard(path: str | Path) -> ShardData:
+    """Read and validate a shard; any problem raises ShardError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise ShardError(f"{path}: shard file does not exist")
+    try:
+        with h5py.File(path, "r") as f:
+            version = f.attrs.get("schema_version")
+            if version != SCHEMA_VERSION:
+                raise ShardError(
+                    f"{path}: schema_version {version!r} is not the supported {SCHEMA_VERSION}"
+                )
+            if f.attrs.get("complete") != 1:
+                raise ShardError(f"{path}: shard was not completely written")
+            missing = [name for name in REQUIRED_DATASETS if name not in f]
+            if missing:
+                raise ShardError(f"{path}: missing dataset(s) {', '.join(missing)}")
+            data = ShardData(
+                spec=json.loads(f.attrs["spec"]),
+                instance=json.loads(f.attrs["instance"]),
+                trials=f["trials"][()],
+                checkpoints=f["checkpoints"][()],
+                cum_regret=f["cum_regret"][()],
+                cum_reward=f["cum_reward"][()],
+                wall_time=f["wall_time"][()],
+                ledger=[s.decode() if isinstance(s, bytes) else str(s) for s in f["ledger"][()]],
+                diagnostics={k: v[()] for k, v in f["diagnostics"].items()},
+                events={
+                    int(trial): {k: v[()] for k, v in group.items()}
+                    for trial, group in f["events"].items()
+                },
+                attrs={k: f.attrs[k] for k in ("package_version", "git_commit")},
+            )
+    except ShardError:
+        raise
+    except (OSError, KeyError, ValueError) as exc:
+        raise ShardError(f"{path}: unreadable or corrupt shard ({exc})") from exc
+    _check_shapes(path, data)
+    return data
+
+
+def _check_shapes(path: Path, data: ShardData) -> None:
+    n, m = len(data.trials), len(data.checkpoints)
+    for name in ("cum_regret", "cum_reward"):
+        if getattr(data, name).shape != (n, m):
+            raise ShardError(f"{path}: {name} has shape {getattr(data, name).shape}, "
+                             f"expected {(n, m)}")
+    if len(data.wall_time) != n or len(data.ledger) != n:
+        raise ShardError(f"{path}: per-trial datasets do not have {n} rows")
+    for name, values in data.diagnostics.items():
+        if len(values) != n:
+            raise ShardError(f"{path}: diagnostics/{name} does not have {n} rows")
+    if not np.all(np.isfinite(data.cum_regret)):
+        raise ShardError(f"{path}: cum_regret contains NaN or inf")
+    if list(data.trials) != list(data.spec.get("trials", [])):
+        raise ShardError(f"{path}: trials {list(data.trials)} differ from the spec's")

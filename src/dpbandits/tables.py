@@ -1,0 +1,49 @@
+"""Table writers: the same DataFrame as CSV, Markdown and LaTeX."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def mean_sd(mean: float, sd: float, digits: int = 1) -> str:
+    return f"{mean:.{digits}f} ± {sd:.{digits}f}"
+
+
+def _latex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("_", r"\_"),
+                 ("#", r"\#"), ("±", r"$\pm$"), ("ε", r"$\varepsilon$"), ("κ", r"$\kappa$")):
+        text = text.replace(a, b)
+    return text
+
+
+def to_markdown(df: pd.DataFrame) -> str:
+    header = "| " + " | ".join(map(str, df.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
+            for row in df.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"
+
+
+def to_latex(df: pd.DataFrame, caption: str) -> str:
+    cols = "l" * len(df.columns)
+    lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{cols}}}",
+             r"\toprule", " & ".join(_latex_escape(str(c)) for c in df.columns) + r" \\",
+             r"\midrule"]
+    for row in df.itertuples(index=False):
+        cells = ["" if pd.isna(v) else _latex_escape(str(v)) for v in row]
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}", rf"\caption{{{_latex_escape(caption)}}}",
+              r"\end{table}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_table(df: pd.DataFrame, stem: Path, caption: str) -> list[Path]:
+    """Write `stem.csv`, `stem.md` and `stem.tex`."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
+    df.to_csv(paths[0], index=False)
+    paths[1].write_text(f"{caption}\n\n" + to_markdown(df))
+    paths[2].write_text(to_latex(df, caption))
+    return paths

@@ -1,0 +1,42 @@
+"""Shared fixtures: repository paths and the real Snakemake smoke run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def snakemake_cmd(*args: str) -> list[str]:
+    return [str(BIN / "snakemake"), "-s", str(REPO / "Snakefile"), *args]
+
+
+def run_snakemake(workdir: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+    """Run real snakemake with its working directory at `workdir`."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        snakemake_cmd("--directory", str(workdir), *args),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One real `snakemake --cores 2 --configfile config/smoke.yaml` run shared by tests."""
+    workdir = tmp_path_factory.mktemp("smoke")
+    shutil.copy(REPO / "config" / "smoke.yaml", workdir / "smoke.yaml")
+    proc = run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "smoke.yaml"))
+    if proc.returncode != 0:
+        pytest.fail(f"smoke run failed:\n{proc.stderr[-4000:]}")
+    return workdir

@@ -1,0 +1,61 @@
+import h5py
+import numpy as np
+import pytest
+
+from dpbandits.errors import ShardError
+from dpbandits.simulate import run_shard
+from dpbandits.storage import SCHEMA_VERSION, read_shard, write_shard
+from helpers import small_spec
+
+
+@pytest.fixture(scope="module")
+def shard_data():
+    return run_shard(small_spec())
+
+
+def test_round_trip(tmp_path, shard_data):
+    path = tmp_path / "a" / "s.h5"
+    write_shard(path, shard_data)
+    back = read_shard(path)
+    assert back.spec == shard_data.spec
+    np.testing.assert_array_equal(back.cum_regret, shard_data.cum_regret)
+    np.testing.assert_array_equal(back.checkpoints, np.arange(1, 61))
+    assert back.attrs["package_version"]
+    assert list(tmp_path.joinpath("a").iterdir()) == [path]
+
+
+def test_truncated_file_is_refused_with_its_name(tmp_path, shard_data):
+    path = tmp_path / "s.h5"
+    write_shard(path, shard_data)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ShardError, match=str(path)):
+        read_shard(path)
+
+
+def test_schema_mismatch_and_incomplete_are_refused(tmp_path, shard_data):
+    path = tmp_path / "s.h5"
+    write_shard(path, shard_data)
+    with h5py.File(path, "a") as f:
+        f.attrs["schema_version"] = SCHEMA_VERSION + 1
+    with pytest.raises(ShardError, match="schema_version"):
+        read_shard(path)
+    write_shard(path, shard_data)
+    with h5py.File(path, "a") as f:
+        del f["cum_reward"]
+    with pytest.raises(ShardError, match="missing dataset"):
+        read_shard(path)
+    with pytest.raises(ShardError, match="does not exist"):
+        read_shard(tmp_path / "nope.h5")
+
+
+def test_failed_write_leaves_nothing(tmp_path, shard_data, monkeypatch):
+    path = tmp_path / "s.h5"
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr("dpbandits.storage.os.fsync", boom)
+    with pytest.raises(RuntimeError):
+        write_shard(path, shard_data)
+    assert list(tmp_path.iterdir()) == []

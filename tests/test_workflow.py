@@ -1,0 +1,74 @@
+"""Real Snakemake runs of the pipeline (smoke config end to end, dry run, bad config)."""
+
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from conftest import REPO, run_snakemake
+from dpbandits.config import load_config
+from dpbandits.outputs import output_files
+
+SMOKE = load_config(REPO / "config" / "smoke.yaml")
+
+
+@pytest.mark.parametrize(
+    "experiment", sorted(n for n, e in SMOKE["experiments"].items() if e["group"] == "synthetic")
+)
+def test_smoke_run_produces_summary_figure_table(smoke_run: Path, experiment: str):
+    summary = pd.read_csv(smoke_run / "results" / experiment / "summary.csv")
+    for column in ("experiment", "algorithm", "epsilon", "seed", "T", "regret"):
+        assert column in summary.columns
+    exp = SMOKE["experiments"][experiment]
+    assert set(summary["algorithm"]) >= {
+        a.get("label", a["policy"]) for a in exp["algorithms"] if "grid" not in a
+    }
+    assert (summary["regret"] >= 0).all()
+    assert (smoke_run / "results" / experiment / "curves.h5").is_file()
+    files = [f for spec in exp["outputs"] for f in output_files(experiment, spec)]
+    assert any(f.endswith(".png") for f in files)
+    for f in files:
+        assert (smoke_run / "paper" / f).stat().st_size > 0
+
+
+def test_rerun_has_nothing_to_do(smoke_run: Path):
+    proc = run_snakemake(smoke_run, "-n", "--configfile", str(smoke_run / "smoke.yaml"))
+    assert proc.returncode == 0
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_dry_run_of_full_config_is_fast(tmp_path: Path):
+    start = time.perf_counter()
+    proc = run_snakemake(
+        tmp_path, "-n", "--quiet", "--configfile", str(REPO / "config" / "config.yaml")
+    )
+    elapsed = time.perf_counter() - start
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert elapsed < 60
+
+
+@pytest.mark.parametrize(
+    "path,value,needle",
+    [
+        (("glm_table2", "epsilons"), [0, 4], "epsilons/0"),
+        (("glm_table2", "delta"), 1.0, "delta"),
+        (("glm_table2", "instance", "horizon"), 0, "horizon"),
+        (("glm_table2", "instance_grid"), {"S": [-1.0]}, "grid point 0"),
+        (("glm_table2", "algorithms"), [{"policy": "NoSuch"}], "unknown algorithm 'NoSuch'"),
+    ],
+)
+def test_bad_config_fails_with_one_line_and_writes_nothing(tmp_path, path, value, needle):
+    config = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    target = config["experiments"]
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(yaml.safe_dump(config, allow_unicode=True))
+    proc = run_snakemake(tmp_path, "--cores", "1", "--configfile", str(cfg))
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if "dpbandits: error" in line]
+    assert len(lines) == 1 and needle in lines[0], proc.stderr[-2000:]
+    assert not (tmp_path / "results").exists() and not (tmp_path / "paper").exists()

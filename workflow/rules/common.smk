@@ -1,0 +1,49 @@
+# Configuration validation and the experiment grid → one shard per simulate job.
+import json
+import sys
+
+from snakemake.utils import validate
+
+from dpbandits.config import all_shards, grid_columns, validate_config
+from dpbandits.errors import DPBanditsError
+from dpbandits.outputs import output_files
+
+try:
+    validate_config(config)
+    validate(config, "../schemas/config.schema.yaml")
+    SHARDS = all_shards(config)
+    OUTPUT_FILES = {
+        name: [[f"{config['paper']}/{f}" for f in output_files(name, spec)]
+               for spec in exp["outputs"]]
+        for name, exp in config["experiments"].items()
+    }
+except DPBanditsError as exc:
+    sys.stderr.write(f"dpbandits: error: {exc}\n")
+    sys.exit(2)
+
+RESULTS = config["results"]
+PAPER = config["paper"]
+SPEC_BY_PATH = {s.path: s.spec for shards in SHARDS.values() for s in shards}
+
+
+def shard_files(experiment):
+    """Every shard file of one experiment."""
+    return [f"{RESULTS}/{s.path}" for s in SHARDS[experiment]]
+
+
+def experiments_in(group):
+    return [n for n, e in config["experiments"].items() if e["group"] == group]
+
+
+def experiment_targets(group):
+    """Summaries and every figure/table of the experiments of one group."""
+    targets = []
+    for name in experiments_in(group):
+        targets.append(f"{RESULTS}/{name}/summary.csv")
+        targets.extend(f for files in OUTPUT_FILES[name] for f in files)
+    return targets
+
+
+def shard_inputs(wildcards):
+    """Files a shard's instance reads (e.g. real-data features)."""
+    return SPEC_BY_PATH[f"{wildcards.shard}.h5"]["instance"].get("requires", [])
