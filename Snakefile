@@ -13,6 +13,10 @@ if not config:
     configfile: "config/config.yaml"
 
 
+# Optional rule files append files to these lists to join the default / realdata targets.
+EXTRA_TARGETS = {"synthetic": [], "realdata": []}
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/aggregate.smk"
@@ -29,8 +33,10 @@ rule all:
     default_target: True
     input:
         experiment_targets("synthetic"),
+        EXTRA_TARGETS["synthetic"],
 
 
 rule realdata:
     input:
         experiment_targets("realdata"),
+        EXTRA_TARGETS["realdata"],
