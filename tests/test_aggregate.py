@@ -6,6 +6,7 @@ from dpbandits.aggregate import aggregate, load_curves
 from dpbandits.errors import ShardError
 from dpbandits.simulate import run_shard
 from dpbandits.storage import write_shard
+
 from helpers import small_spec
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from dpbandits.simulate import run_shard
 from dpbandits.storage import read_shard
+
 from helpers import small_spec
 
 REPO = Path(__file__).resolve().parents[1]

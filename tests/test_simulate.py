@@ -3,6 +3,7 @@ import pytest
 
 from dpbandits.errors import ConfigError
 from dpbandits.simulate import checkpoints_for, run_shard
+
 from helpers import small_spec
 
 

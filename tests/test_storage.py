@@ -5,6 +5,7 @@ import pytest
 from dpbandits.errors import ShardError
 from dpbandits.simulate import run_shard
 from dpbandits.storage import SCHEMA_VERSION, read_shard, write_shard
+
 from helpers import small_spec
 
 

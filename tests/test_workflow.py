@@ -7,9 +7,10 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, run_snakemake
 from dpbandits.config import load_config
 from dpbandits.outputs import output_files
+
+from conftest import REPO, run_snakemake
 
 SMOKE = load_config(REPO / "config" / "smoke.yaml")
 

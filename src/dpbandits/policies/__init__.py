@@ -5,9 +5,18 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from dpbandits.policies.base import REGISTRY, Policy, RunResult, get_policy_class, make_policy, register
+from dpbandits.policies.base import (
+    REGISTRY,
+    Policy,
+    RunResult,
+    get_policy_class,
+    make_policy,
+    register,
+)
 
-__all__ = ["REGISTRY", "Policy", "RunResult", "get_policy_class", "load_all", "make_policy", "register"]
+__all__ = [
+    "REGISTRY", "Policy", "RunResult", "get_policy_class", "load_all", "make_policy", "register",
+]
 
 
 def load_all() -> None:

@@ -63,7 +63,8 @@ class Policy:
             )
         if accounting not in ACCOUNTING_MODES:
             raise ConfigError(
-                f"accounting = {accounting!r} is not allowed; allowed: {', '.join(ACCOUNTING_MODES)}"
+                f"accounting = {accounting!r} is not allowed; "
+                f"allowed: {', '.join(ACCOUNTING_MODES)}"
             )
         self.problem = problem
         self.rng = rng
