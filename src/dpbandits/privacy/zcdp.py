@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-import dp_accounting
 from scipy.optimize import brentq
 
 from dpbandits.errors import ConfigError
@@ -38,6 +37,8 @@ def epsilon_from_rho_tight(rho: float, delta: float) -> float:
     """Tighter ρ-zCDP → (ε, δ) through dp-accounting's RDP conversion (RDP(α) = ρα)."""
     _check("rho", rho, 0.0)
     _check("delta", delta, 0.0, 1.0)
+    import dp_accounting  # heavy import (scipy.signal/stats): only where it is used
+
     orders = [1 + x / 10.0 for x in range(1, 100)] + list(range(12, 257))
     accountant = dp_accounting.rdp.RdpAccountant(orders)
     # A Gaussian with noise multiplier z has RDP α/(2z²) = ρα for z = 1/√(2ρ).
