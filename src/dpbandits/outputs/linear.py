@@ -1,0 +1,279 @@
+"""Linear-bandit outputs: total regret against the privacy budget (paper Fig. 2) and claims."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import yaml
+
+from dpbandits.config import REPO_ROOT
+from dpbandits.outputs import output
+from dpbandits.plots import algorithm_color, save_figure
+from dpbandits.tables import write_table
+
+ROLES = {
+    "PhasedElimination": "nonprivate",
+    "LSPhasedElimination": "nonprivate_ls",
+    "CentralDPElimination": "central",
+    "ShuffleDPElimination": "shuffled",
+    "LocalDPElimination": "local",
+}
+Z_ONE_SIDED = 1.6448536269514722
+ROLE_COLORS = {"central": "tab:blue", "shuffled": "tab:green", "local": "tab:red"}
+
+
+def _stem(experiment: str, what: str) -> str:
+    return f"{experiment}_{what}"
+
+
+def _vs_eps_files(experiment: str, opts: dict[str, Any]) -> list[str]:
+    stem = _stem(experiment, "regret_vs_epsilon")
+    return [
+        f"figures/{stem}.png",
+        f"figures/{stem}.pdf",
+        *(f"tables/{stem}.{ext}" for ext in ("csv", "md", "tex")),
+        f"tables/{_stem(experiment, 'runs')}.csv",
+    ]
+
+
+def final_regret_stats(summary: pd.DataFrame, baseline: str = "nonprivate") -> pd.DataFrame:
+    """Per (algorithm, ε): n, mean and s.e. of R_T, and the paired ratio to the baseline's mean."""
+    base = summary[summary["policy"].map(ROLES) == baseline]
+    base_by_seed = base.groupby("seed")["regret"].mean()
+    base_mean = float(base_by_seed.mean()) if len(base_by_seed) else math.nan
+    rows = []
+    for (algorithm, policy, eps), df in summary.groupby(
+        ["algorithm", "policy", "epsilon"], dropna=False, sort=True
+    ):
+        regret = df.groupby("seed")["regret"].mean()
+        n = len(regret)
+        sd = float(regret.std(ddof=1)) if n > 1 else 0.0
+        ratio, ratio_se = _paired_ratio(regret, base_by_seed)
+        rows.append(
+            {
+                "algorithm": algorithm,
+                "role": ROLES.get(policy, policy),
+                "epsilon": eps,
+                "n": n,
+                "regret_mean": float(regret.mean()),
+                "regret_se": sd / math.sqrt(n),
+                "ratio_to_nonprivate": ratio,
+                "ratio_se": ratio_se,
+                "nonprivate_mean": base_mean,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _paired_ratio(regret: pd.Series, base: pd.Series) -> tuple[float, float]:
+    """Ratio of means over the seeds both ran, with its delta-method standard error."""
+    seeds = regret.index.intersection(base.index)
+    if len(seeds) == 0:
+        return math.nan, math.nan
+    a, b = regret.loc[seeds].to_numpy(float), base.loc[seeds].to_numpy(float)
+    r = a.mean() / b.mean()
+    if len(seeds) < 2:
+        return float(r), math.nan
+    resid = a - r * b
+    return float(r), float(resid.std(ddof=1) / math.sqrt(len(seeds)) / b.mean())
+
+
+@output("regret_vs_epsilon", files=_vs_eps_files)
+def regret_vs_epsilon(
+    experiment: str,
+    exp: dict[str, Any],
+    summary: pd.DataFrame,
+    curves: list[dict[str, Any]],
+    paper_dir: Path,
+    z: float = 1.0,
+) -> list[Path]:
+    """R_T against ε (ε0 for the local model): mean ± z s.e. over seeds; non-private as a line."""
+    stats = final_regret_stats(summary)
+    stem = _stem(experiment, "regret_vs_epsilon")
+    fig, ax = plt.subplots(figsize=(5.6, 3.9))
+    private = stats[stats["epsilon"].notna()]
+    eps_range = (private["epsilon"].min(), private["epsilon"].max()) if len(private) else (1, 1)
+    order = {role: i for i, role in enumerate(ROLES.values())}
+    groups = sorted(stats.groupby("algorithm"), key=lambda g: order.get(g[1]["role"].iloc[0], 9))
+    for algorithm, df in groups:
+        df = df.sort_values("epsilon")
+        color = ROLE_COLORS.get(df["role"].iloc[0]) or algorithm_color(algorithm)
+        low = df["regret_mean"] - z * df["regret_se"]
+        high = df["regret_mean"] + z * df["regret_se"]
+        if df["epsilon"].isna().all():
+            shade = "k" if df["role"].iloc[0] == "nonprivate" else "0.45"
+            style = "--" if df["role"].iloc[0] == "nonprivate" else ":"
+            ax.axhline(df["regret_mean"].iloc[0], color=shade, ls=style, lw=1.2, label=algorithm)
+            ax.axhspan(low.iloc[0], high.iloc[0], color=shade, alpha=0.12, lw=0)
+            continue
+        ax.plot(df["epsilon"], df["regret_mean"], "o-", ms=3.5, color=color, label=algorithm)
+        ax.fill_between(df["epsilon"], low, high, color=color, alpha=0.25, lw=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*eps_range)
+    ax.set_xlabel("privacy budget ε (ε0 for the local model)")
+    ax.set_ylabel("total regret $R_T$")
+    horizon = int(summary["T"].iloc[0])
+    ax.set_title(
+        f"{experiment}: T = {horizon:g}, {int(stats['n'].max())} seeds, mean ± {z:g} s.e.",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7)
+    paths = save_figure(fig, paper_dir / "figures" / stem)
+    table = stats.assign(
+        epsilon=stats["epsilon"].map(lambda e: "—" if pd.isna(e) else f"{e:g}"),
+        regret_mean=stats["regret_mean"].round(1),
+        regret_se=stats["regret_se"].round(1),
+        ratio_to_nonprivate=stats["ratio_to_nonprivate"].round(3),
+        ratio_se=stats["ratio_se"].round(3),
+    ).drop(columns=["nonprivate_mean"])
+    caption = (
+        f"{experiment}: total pseudo-regret at T = {horizon} (mean and s.e. over seeds; ratio is "
+        "the paired ratio of means to the non-private baseline; ε0 for the local model)"
+    )
+    paths += write_table(table, paper_dir / "tables" / stem, caption)
+    runs_path = paper_dir / "tables" / f"{_stem(experiment, 'runs')}.csv"
+    columns = [
+        c
+        for c in (
+            "algorithm",
+            "policy",
+            "epsilon",
+            "seed",
+            "regret",
+            "min_gap",
+            "batches",
+            "exploit_start",
+            "best_eliminated",
+            "epsilon_spent",
+            "delta_spent",
+            "wall_time",
+        )
+        if c in summary
+    ]
+    summary[columns].to_csv(runs_path, index=False)
+    return [*paths, runs_path]
+
+
+def load_claims(ref: str) -> dict[str, Any]:
+    """`"linear:fig2"` → the entry `fig2` of paper/published/linear.yaml."""
+    family, key = ref.split(":", 1)
+    with open(REPO_ROOT / "paper" / "published" / f"{family}.yaml") as handle:
+        return yaml.safe_load(handle)[key]
+
+
+def _claims_files(experiment: str, opts: dict[str, Any]) -> list[str]:
+    return [f"tables/{_stem(experiment, 'claims')}.{ext}" for ext in ("csv", "md", "tex")]
+
+
+def _lookup(stats: pd.DataFrame, role: str, eps: float) -> pd.Series | None:
+    """The statistics row of a role at ε (the non-private role has one row for every ε)."""
+    rows = stats[stats["role"] == role]
+    if role != "nonprivate":
+        rows = rows[np.isclose(rows["epsilon"].astype(float), eps)]
+    return None if rows.empty else rows.iloc[0]
+
+
+def evaluate_claim(stats: pd.DataFrame, check: dict[str, Any]) -> tuple[str, str]:
+    """(measured value text, verdict) of one claim check against the regret statistics."""
+    kind = check["kind"]
+    eps_values = sorted(stats["epsilon"].dropna().unique())
+    baseline = check.get("baseline", "nonprivate")
+    if not eps_values or stats[stats["role"] == baseline].empty:
+        return f"no private or {baseline} runs", "not measured"
+    if kind in ("ratio_max", "ratio_min"):
+        eps = max(eps_values) if check.get("epsilon") == "max" else float(check["epsilon"])
+        sign = 1.0 if kind == "ratio_max" else -1.0
+        limit = float(check["max"] if kind == "ratio_max" else check["min"])
+        parts, verdicts = [], []
+        for role in check["roles"]:
+            row = _lookup(stats, role, eps)
+            if row is None:
+                return f"ε = {eps:g} not in the grid", "not measured"
+            r, se = float(row["ratio_to_nonprivate"]), float(row["ratio_se"])
+            se = 0.0 if math.isnan(se) else se
+            parts.append(f"{role} {r:.3f} ± {se:.3f}")
+            # One-sided 95 % bound: supported when the bound clears the limit, contradicted
+            # when the opposite bound is past it, inconclusive in between.
+            if sign * (r + sign * Z_ONE_SIDED * se - limit) <= 0:
+                verdicts.append("supported")
+            elif sign * (r - sign * Z_ONE_SIDED * se - limit) > 0:
+                verdicts.append("not supported")
+            else:
+                verdicts.append("inconclusive")
+        bound = f"≤ {limit:g}" if kind == "ratio_max" else f"≥ {limit:g}"
+        text = f"ratio to {baseline} at ε = {eps:g}: " + "; ".join(parts)
+        text += f" (need {bound} at one-sided 95 %)"
+        for verdict in ("not supported", "inconclusive"):
+            if verdict in verdicts:
+                return text, verdict
+        return text, "supported"
+    if kind == "ordering":
+        parts, ok = [], True
+        for eps in check["epsilons"]:
+            rows = [_lookup(stats, role, float(eps)) for role in check["roles"]]
+            if any(r is None for r in rows):
+                return f"ε = {eps:g} not in the grid", "not measured"
+            means = [float(r["regret_mean"]) for r in rows]  # type: ignore[index]
+            ok &= all(a <= b for a, b in zip(means, means[1:], strict=False))
+            parts.append(f"ε = {eps:g}: " + " ≤ ".join(f"{m:.4g}" for m in means))
+        return " · ".join(parts) + f" ({' ≤ '.join(check['roles'])})", _verdict(ok)
+    if kind == "decreasing":
+        parts, ok = [], True
+        for role in check["roles"]:
+            rows = stats[stats["role"] == role].sort_values("epsilon")
+            if len(rows) < 2:
+                return f"{role}: fewer than two ε values", "not measured"
+            first, last = rows.iloc[0], rows.iloc[-1]
+            ok &= last["regret_mean"] < first["regret_mean"]
+            parts.append(
+                f"{role} {first['regret_mean']:.4g} (ε={first['epsilon']:g}) → "
+                f"{last['regret_mean']:.4g} (ε={last['epsilon']:g})"
+            )
+        return "; ".join(parts), _verdict(ok)
+    raise ValueError(f"unknown claim check kind {kind!r}")
+
+
+def _verdict(ok: bool) -> str:
+    return "supported" if ok else "not supported"
+
+
+@output("linear_claims", files=_claims_files)
+def linear_claims(
+    experiment: str,
+    exp: dict[str, Any],
+    summary: pd.DataFrame,
+    curves: list[dict[str, Any]],
+    paper_dir: Path,
+    published: str = "linear:fig2",
+) -> list[Path]:
+    """Each claim of paper/published/linear.yaml, what we measured and whether it holds."""
+    ref = load_claims(published)
+    horizon = int(summary["T"].iloc[0])
+    rows = []
+    for claim in ref["claims"]:
+        baseline = claim["check"].get("baseline", "nonprivate")
+        stats = final_regret_stats(summary, baseline)
+        if stats[stats["role"] == baseline].empty:
+            measured, verdict = f"no {baseline} runs", "not measured"
+        else:
+            measured, verdict = evaluate_claim(stats, claim["check"])
+        if horizon != ref.get("horizon") and verdict != "not measured":
+            verdict += f" (at T = {horizon}, paper T = {ref.get('horizon')})"
+        rows.append(
+            {
+                "claim": claim["id"],
+                "statement": claim["text"],
+                "measured": measured,
+                "verdict": verdict,
+            }
+        )
+    caption = f"{experiment}: claims of {ref.get('source', published)} against our runs"
+    return write_table(
+        pd.DataFrame(rows), paper_dir / "tables" / _stem(experiment, "claims"), caption
+    )

@@ -1,0 +1,119 @@
+"""G-optimal design (spec §2, checklist §11.1–2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpbandits.design import compute_design, design_g, g_optimal_design, leverages, span_basis
+from dpbandits.errors import ConfigError
+
+
+def sphere(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
+    v = rng.standard_normal((n, d))
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def check_design(points: np.ndarray, tol: float = 0.01) -> None:
+    design = compute_design(points, tol=tol, max_norm=None)
+    w = design.weights
+    k = design.rank
+    assert k == np.linalg.matrix_rank(points, tol=1e-8)
+    assert np.all(w >= 0)
+    assert abs(w.sum() - 1.0) < 1e-12
+    x = points @ design.basis.T
+    h = leverages(x, w)
+    # Σ π(a)||x_a||²_{V(π)^-1} = k for every invertible design.
+    assert abs(float(w @ h) - k) < 1e-9
+    assert k - 1e-9 <= h.max() <= (1 + tol) * k + 1e-9 <= 2 * k
+    assert np.array_equal(design.support, np.flatnonzero(w > 0))
+    # Same guarantee through the public weights-only entry point.
+    assert design_g(points, g_optimal_design(points, tol=tol)) <= 2 * k + 1e-9
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 50),
+    d=st.integers(1, 8),
+    rank=st.integers(1, 8),
+    scale=st.floats(0.05, 1.0),
+)
+def test_guarantee_on_random_sets(seed: int, n: int, d: int, rank: int, scale: float) -> None:
+    """max ||a||²_{V(π)^-1} ≤ 2k on random sets, incl. sets spanning a subspace of R^d."""
+    rng = np.random.default_rng(seed)
+    r = min(rank, d)
+    mix = rng.standard_normal((r, d))
+    points = rng.standard_normal((n, r)) @ mix
+    points *= scale * rng.uniform(0.1, 1.0, (n, 1)) / np.linalg.norm(points, axis=1, keepdims=True)
+    check_design(points)
+
+
+@pytest.mark.parametrize("n,d", [(5, 2), (50, 2), (5, 4), (50, 4), (50, 8), (10, 2)])
+def test_random_sphere_sets(n: int, d: int) -> None:
+    check_design(sphere(np.random.default_rng(n * 100 + d), n, d))
+
+
+def test_degenerate_sets() -> None:
+    rng = np.random.default_rng(3)
+    collinear = np.outer(rng.uniform(-1, 1, 7), [0.6, 0.0, 0.8])
+    check_design(collinear)
+    check_design(np.array([[0.3, -0.4, 0.0]]))
+    plane = rng.standard_normal((9, 2)) @ np.linalg.qr(rng.standard_normal((5, 2)))[0].T
+    plane /= np.linalg.norm(plane, axis=1, keepdims=True)
+    design = compute_design(plane)
+    assert design.rank == 2
+    check_design(plane)
+
+
+def test_collinear_design_is_the_longest_point() -> None:
+    points = np.outer([0.2, -0.9, 0.5], [1.0, 0.0])
+    w = g_optimal_design(points)
+    assert np.array_equal(w, [0.0, 1.0, 0.0])
+
+
+def test_small_support_for_paper_instance() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(50):
+        design = compute_design(sphere(rng, 10, 2))
+        assert 2 <= design.support.size <= 6
+
+
+def test_log_det_close_to_kiefer_wolfowitz_optimum() -> None:
+    """FW's log det is within 1e-2 of a long multiplicative-weights run (checklist §11.2)."""
+    rng = np.random.default_rng(5)
+    points = sphere(rng, 20, 3)
+    w = g_optimal_design(points, tol=0.01)
+    mw = np.full(20, 1 / 20)
+    for _ in range(2000):
+        mw *= leverages(points, mw) / 3.0
+        mw /= mw.sum()
+    logdet = np.linalg.slogdet((points * w[:, None]).T @ points)[1]
+    best = np.linalg.slogdet((points * mw[:, None]).T @ points)[1]
+    assert best - 1e-2 <= logdet <= best + 1e-9
+
+
+def test_span_basis_is_orthonormal_and_exact() -> None:
+    rng = np.random.default_rng(2)
+    points = rng.standard_normal((6, 2)) @ rng.standard_normal((2, 4))
+    u = span_basis(points)
+    assert u.shape == (2, 4)
+    np.testing.assert_allclose(u @ u.T, np.eye(2), atol=1e-12)
+    np.testing.assert_allclose(points @ u.T @ u, points, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "points",
+    [
+        np.array([[1.5, 0.0], [0.0, 1.0]]),
+        np.zeros((3, 2)),
+        np.array([[np.nan, 0.0]]),
+        np.zeros((0, 2)),
+    ],
+)
+def test_bad_action_sets_raise_config_error(points: np.ndarray) -> None:
+    with pytest.raises(ConfigError) as err:
+        compute_design(points)
+    assert "\n" not in str(err.value)
