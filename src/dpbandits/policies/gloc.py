@@ -1,0 +1,97 @@
+"""GLOC (Jun et al. 2017) as run by the reference code (glm-bandits spec §3.2)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.links import get_link
+from dpbandits.policies._glm_common import check_bool, check_positive, confidence_delta
+from dpbandits.policies.base import Policy, register
+
+
+def gloc_b0(c_mu: float, S: float, lam0: float) -> float:
+    """B₀ = 2·c_μ·S²·λ₀ (spec §3.2; = 2S²d/κ with c_μ = 1/κ, λ₀ = d)."""
+    return 2.0 * c_mu * S * S * lam0
+
+
+def gloc_radius_sq(B: float, c_mu: float, scale: float, delta: float, paper: bool) -> float:
+    """Squared confidence radius (Jun et al. 2017, Thm. 1; spec §3.2).
+
+    Reference form (`paper=False`, scale = L_μ): 1 + (4/c)B + 8(L²/c)²·ln((2/δ)·sqrt(1 + 2B/c
+    + 4(L²/c)⁴/δ²)). Paper form (`paper=True`, scale = R, the noise scale σ of the theorem):
+    1 + (4/c)B + 8(R²/c²)·ln((2/δ)·sqrt(1 + 2B/c + 4R⁴/(c⁴δ²))); the two agree for R = 1.
+    """
+    if paper:
+        a = scale * scale / (c_mu * c_mu)
+        tail = 4.0 * scale**4 / (c_mu**4 * delta * delta)
+    else:
+        a = (scale * scale / c_mu) ** 2
+        tail = 4.0 * (scale * scale / c_mu) ** 4 / (delta * delta)
+    inner = (2.0 / delta) * math.sqrt(1.0 + 2.0 * B / c_mu + tail)
+    return 1.0 + (4.0 / c_mu) * B + 8.0 * a * math.log(inner)
+
+
+@register
+class GLOC(Policy):
+    """GLOC: online-Newton-step iterate θ with a data-dependent radius (spec §3.2).
+
+    Default = the reference code: UCB μ(xᵀθ) + radius·‖x‖_{V⁻¹} on the ONS iterate θ, which is
+    normalised onto the sphere ‖θ‖ = S after every update. `paper_faithful` = Jun et al.: UCB
+    xᵀθ̂ + radius·‖x‖_{V⁻¹} with θ̂ = V⁻¹z, ONS projection onto {‖θ‖ ≤ S} in the V-norm, and R
+    instead of L_μ in the radius. `lam0` = λ₀ (None: d). c_μ = 1/κ with the instance κ; δ is the
+    `delta` argument (0.02 if None).
+    """
+
+    name: ClassVar[str] = "GLOC"
+    families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
+    defaults: ClassVar[dict[str, Any]] = {"paper_faithful": False, "lam0": None}
+
+    def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
+        super().__init__(problem, rng, **kwargs)
+        self.paper = check_bool(self.name, "paper_faithful", self.params["paper_faithful"])
+        lam0 = check_positive(self.name, "lam0", self.params["lam0"], allow_none=True)
+        d = problem.d
+        self.link = get_link(problem.family)
+        self.lam0 = float(d) if lam0 is None else lam0
+        self.c_mu = 1.0 / problem.kappa
+        self.conf_delta = confidence_delta(self.delta)
+        self.scale = problem.R if self.paper else self.link.sup_dot
+        self.S = problem.S
+        self.V = self.lam0 * np.eye(d)
+        self.V_inv = np.eye(d) / self.lam0
+        self.theta = np.zeros(d)
+        self.z = np.zeros(d)
+        self.theta_hat = np.zeros(d)
+        self.B = gloc_b0(self.c_mu, self.S, self.lam0)
+
+    def radius(self) -> float:
+        return math.sqrt(gloc_radius_sq(self.B, self.c_mu, self.scale, self.conf_delta, self.paper))
+
+    def select(self, t: int, arms: np.ndarray) -> int:
+        """First argmax of the optimistic index (spec §3.2 play)."""
+        bonus = self.radius() * np.sqrt(quad_forms(arms, self.V_inv))
+        if self.paper:
+            return int(np.argmax(arms @ self.theta_hat + bonus))
+        return int(np.argmax(self.link.mean(arms @ self.theta) + bonus))
+
+    def update(self, t: int, x: np.ndarray, r: float) -> None:
+        """V⁻¹, V, B, z, θ̂ and the ONS step, in the reference order (spec §3.2 update)."""
+        sherman_morrison(self.V_inv, x)
+        self.V += np.outer(x, x)
+        xtheta = float(x @ self.theta)
+        g = (float(self.link.mean(np.array(xtheta))) - r) * x
+        self.B += (0.5 / self.c_mu) * float(g @ self.V_inv @ g)
+        self.z += xtheta * x
+        self.theta_hat = self.V_inv @ self.z
+        u = self.theta - (self.V_inv @ g) / self.c_mu
+        if self.paper:
+            self.theta = project_ball_metric(u, self.V, self.S)
+            return
+        norm = math.sqrt(float(u @ u))
+        if norm > 0.0:
+            self.theta = self.S * u / norm

@@ -1,0 +1,298 @@
+"""RS-GLinUCB (Sawarni et al. 2024, rarely switching), non-private twin of Alg. 2 (spec §3.4)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbandits.errors import ConfigError
+from dpbandits.glm import (
+    SOLVERS,
+    GrowingNewton,
+    SolverStats,
+    compat_mle,
+    logdet,
+    quad_forms,
+    sherman_morrison,
+)
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.links import get_link
+from dpbandits.policies._glm_common import (
+    check_bool,
+    check_choice,
+    check_positive,
+    confidence_delta,
+)
+from dpbandits.policies.base import Policy, register
+
+VARIANTS = ("T2", "C", "SW", "paper")
+
+# Settings each variant implies (spec §3.4); every entry can be overridden by name.
+VARIANT_FLAGS: dict[str, dict[str, Any]] = {
+    "T2": {"c_dbl": 1.0, "alias_bug": False, "exact_V_update": False, "h_prev_init_zero": False,
+           "det_switch": False, "strict_switch": False, "h_divide_e": True,
+           "warmup_rule": "code", "ucb_centre": "mean", "tau_includes_warmup": True},
+    "C": {"c_dbl": 0.5, "alias_bug": True, "exact_V_update": False, "h_prev_init_zero": False,
+          "det_switch": False, "strict_switch": False, "h_divide_e": True,
+          "warmup_rule": "code", "ucb_centre": "mean", "tau_includes_warmup": True},
+    "SW": {"c_dbl": 0.5, "alias_bug": True, "exact_V_update": True, "h_prev_init_zero": True,
+           "det_switch": True, "strict_switch": False, "h_divide_e": False,
+           "warmup_rule": "code", "ucb_centre": "mean", "tau_includes_warmup": True},
+    "paper": {"c_dbl": 1.0, "alias_bug": False, "exact_V_update": True,
+              "h_prev_init_zero": False, "det_switch": True, "strict_switch": True,
+              "h_divide_e": True, "warmup_rule": "paper", "ucb_centre": "tau",
+              "tau_includes_warmup": False},
+}
+
+
+def rs_lambda_t2(d: int, horizon: int, delta: float, R: float) -> float:
+    """λ = 0.75·d·ln(4T/δ)/R² (spec §3.4, variant T2)."""
+    return 0.75 * d * math.log(4.0 * horizon / delta) / R**2
+
+
+def rs_gamma(R: float, S: float, d: int, horizon: int, delta: float) -> float:
+    """γ = R·S·sqrt(d ln(T/δ)) (spec §3.4)."""
+    return R * S * math.sqrt(d * math.log(horizon / delta))
+
+
+def rs_beta(d: int, horizon: int, delta: float) -> float:
+    """β = 4·sqrt(d ln(T/δ)) (spec §3.4)."""
+    return 4.0 * math.sqrt(d * math.log(horizon / delta))
+
+
+def rs_warmup_threshold(kappa: float, R: float, S: float, d: int) -> float:
+    """Criterion-I threshold of the code, 1/(0.01·κ·R⁴·S²·d) (spec §3.4)."""
+    return 1.0 / (0.01 * kappa * R**4 * S**2 * d)
+
+
+@register
+class RSGLinUCB(Policy):
+    """RS-GLinUCB with warm-up (Criterion I), elimination and determinant-doubling switches.
+
+    `variant` ∈ {T2 (default), C, SW, paper} fixes λ, the doubling constant, λ_fit and the quirk
+    flags of spec §3.4; each of them is a hyper-parameter of its own (None = the variant's
+    value): `lam`, `c_dbl`, `lambda_fit`, `alias_bug` (after a switch H_prev *is* H_cur),
+    `exact_V_update` (V += xxᵀ instead of xxᵀ/(1+m)), `h_prev_init_zero`, `det_switch` (det
+    instead of logdet), `strict_switch` (> instead of ≥), `h_divide_e` (H increment μ̇/e),
+    `warmup_rule` ("code": 1/(0.01κR⁴S²d), "paper": 1/(γ²κR²)), `warmup_threshold` (a number
+    overrides the rule), `ucb_centre` ("mean": (θ_w+θ_τ)/2, "tau": θ_τ), `tau_includes_warmup`,
+    `gamma`, `beta`. `running_max_logdet` compares running maxima of the log-determinants, as
+    the authors' last committed code does (it lets aliased runs keep switching). `solver`:
+    "compat" (L-BFGS-B, the authors') or "newton"; a fit is accepted only if it succeeds.
+    κ is the instance value; δ is the `delta` argument (0.02 if None).
+    """
+
+    name: ClassVar[str] = "RS-GLinUCB"
+    families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
+    defaults: ClassVar[dict[str, Any]] = {
+        "variant": "T2",
+        "lam": None,
+        "c_dbl": None,
+        "lambda_fit": None,
+        "alias_bug": None,
+        "exact_V_update": None,
+        "h_prev_init_zero": None,
+        "det_switch": None,
+        "strict_switch": None,
+        "h_divide_e": None,
+        "warmup_rule": None,
+        "warmup_threshold": None,
+        "ucb_centre": None,
+        "tau_includes_warmup": None,
+        "gamma": None,
+        "beta": None,
+        "running_max_logdet": False,
+        "solver": "compat",
+        "newton_cap": 10.0,
+    }
+
+    def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
+        super().__init__(problem, rng, **kwargs)
+        self._configure()
+        d = problem.d
+        self.link = get_link(problem.family)
+        if self.solver == "compat" and not self.link.binary:
+            raise ConfigError(
+                f"{self.name}: solver = 'compat' is not allowed for family {problem.family!r}; "
+                "allowed: newton"
+            )
+        lam = self.lam
+        self.V = lam * np.eye(d)
+        self.V_inv = np.eye(d) / lam
+        self.H_cur = lam * np.eye(d)
+        self.H_cur_inv = np.eye(d) / lam
+        if self.h_prev_init_zero:
+            self.H_prev = np.zeros((d, d))
+            self.H_prev_inv = np.full((d, d), np.nan)
+        else:
+            self.H_prev = lam * np.eye(d)
+            self.H_prev_inv = np.eye(d) / lam
+        self.aliased = False
+        self.max_logdet_cur = logdet(self.H_cur)
+        self.max_logdet_prev = logdet(self.H_prev)
+        self.theta_w = np.zeros(d)
+        self.theta_tau = np.zeros(d)
+        self.stats = SolverStats()
+        horizon = problem.horizon
+        self.Z_w = GrowingNewton(d, 16, self.link, self.lambda_fit, cap=self.cap, stats=self.stats)
+        self.Z_tau = GrowingNewton(
+            d, horizon, self.link, self.lambda_fit, cap=self.cap, stats=self.stats
+        )
+        self.warmup_flag = False
+        self.warmup_rounds: list[int] = []
+        self.switch_times: list[int] = []
+        self.fits_w = 0
+        self.fits_tau = 0
+
+    def _configure(self) -> None:
+        """Resolve the variant's settings and the explicit overrides (spec §3.4)."""
+        p, name, prob = self.params, self.name, self.problem
+        self.variant = check_choice(name, "variant", p["variant"], VARIANTS)
+        flags = dict(VARIANT_FLAGS[self.variant])
+        for key in ("alias_bug", "exact_V_update", "h_prev_init_zero", "det_switch",
+                    "strict_switch", "h_divide_e", "tau_includes_warmup"):
+            value = check_bool(name, key, p[key], allow_none=True)
+            if value is not None:
+                flags[key] = value
+        if p["warmup_rule"] is not None:
+            flags["warmup_rule"] = check_choice(name, "warmup_rule", p["warmup_rule"],
+                                                ("code", "paper"))
+        if p["ucb_centre"] is not None:
+            flags["ucb_centre"] = check_choice(name, "ucb_centre", p["ucb_centre"],
+                                               ("mean", "tau"))
+        c_dbl = check_positive(name, "c_dbl", p["c_dbl"], allow_none=True)
+        if c_dbl is not None:
+            flags["c_dbl"] = c_dbl
+        for key, value in flags.items():
+            setattr(self, key, value)
+        self.running_max_logdet = check_bool(name, "running_max_logdet", p["running_max_logdet"])
+        self.solver = check_choice(name, "solver", p["solver"], SOLVERS)
+        self.cap = check_positive(name, "newton_cap", p["newton_cap"]) * prob.S  # type: ignore[operator]
+        self.conf_delta = delta = confidence_delta(self.delta)
+        d, T, R, S, kappa = prob.d, prob.horizon, prob.R, prob.S, prob.kappa
+        lam = check_positive(name, "lam", p["lam"], allow_none=True)
+        if lam is None:
+            lam = rs_lambda_t2(d, T, delta, R) if self.variant in ("T2", "paper") else 0.5
+        self.lam = lam
+        lambda_fit = check_positive(name, "lambda_fit", p["lambda_fit"], allow_none=True,
+                                    allow_zero=True)
+        if lambda_fit is None:
+            lambda_fit = lam / 2 if self.variant == "SW" else 1e-5
+        self.lambda_fit = lambda_fit
+        gamma = check_positive(name, "gamma", p["gamma"], allow_none=True)
+        self.gamma = rs_gamma(R, S, d, T, delta) if gamma is None else gamma
+        beta = check_positive(name, "beta", p["beta"], allow_none=True)
+        self.beta = rs_beta(d, T, delta) if beta is None else beta
+        thr = check_positive(name, "warmup_threshold", p["warmup_threshold"], allow_none=True)
+        if thr is None:
+            if self.warmup_rule == "code":
+                thr = rs_warmup_threshold(kappa, R, S, d)
+            else:
+                thr = 1.0 / (self.gamma**2 * kappa * R**2)
+        self.thr_w = thr
+        self.width = self.gamma * math.sqrt(kappa)
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _prev_inv(self) -> np.ndarray:
+        return self.H_cur_inv if self.aliased else self.H_prev_inv
+
+    def _switch_due(self) -> bool:
+        """Criterion II: det(H_cur) ≥ (1 + c)·det(H_prev), in the variant's form (spec §3.4)."""
+        H_prev = self.H_cur if self.aliased else self.H_prev
+        if self.det_switch:
+            lhs, rhs = np.linalg.det(self.H_cur), (1.0 + self.c_dbl) * np.linalg.det(H_prev)
+        elif self.running_max_logdet:
+            lhs, rhs = self.max_logdet_cur, math.log(1.0 + self.c_dbl) + self.max_logdet_prev
+        else:
+            lhs, rhs = logdet(self.H_cur), math.log(1.0 + self.c_dbl) + logdet(H_prev)
+        return bool(lhs > rhs) if self.strict_switch else bool(lhs >= rhs)
+
+    def _fit(self, data: GrowingNewton, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
+        if self.solver == "newton":
+            return data.solve(theta0)
+        n = data.n
+        return compat_mle(data.X[:n], data.r[:n], self.link, self.lambda_fit, theta0,
+                          stats=self.stats)
+
+    # -- policy ------------------------------------------------------------------------------
+
+    def select(self, t: int, arms: np.ndarray) -> int:
+        """Warm-up, switch check with θ_τ refit, elimination, optimistic choice (spec §3.4 play)."""
+        m = quad_forms(arms, self.V_inv)
+        if np.any(m > self.thr_w):
+            a = int(np.argmax(m))
+            x = arms[a]
+            w = 1.0 if self.exact_V_update else 1.0 / (1.0 + float(m[a]))
+            self.V += w * np.outer(x, x)
+            sherman_morrison(self.V_inv, x, w)
+            self.warmup_flag = True
+            self.warmup_rounds.append(t)
+            return a
+        self.warmup_flag = False
+        if self._switch_due():
+            self._switch(t)
+        c = arms @ self.theta_w
+        w = self.width * np.sqrt(m)
+        keep = c + w >= np.max(c - w)
+        if self.ucb_centre == "mean":
+            centre = (self.theta_w + self.theta_tau) / 2
+        else:
+            centre = self.theta_tau
+        index = arms @ centre + self.beta * np.sqrt(quad_forms(arms, self._prev_inv()))
+        index[~keep] = -np.inf
+        return int(np.argmax(index))
+
+    def _switch(self, t: int) -> None:
+        """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data (spec §3.4 step 2)."""
+        self.switch_times.append(t)
+        if self.alias_bug:
+            self.aliased = True
+        else:
+            self.H_prev = self.H_cur.copy()
+            self.H_prev_inv = self.H_cur_inv.copy()
+        self.max_logdet_prev = max(self.max_logdet_prev, logdet(self.H_cur))
+        if self.Z_tau.n > 0:
+            theta, success = self._fit(self.Z_tau, self.theta_tau)
+            self.fits_tau += 1
+            if success:
+                self.theta_tau = theta
+
+    def update(self, t: int, x: np.ndarray, r: float) -> None:
+        """Store (x, r); refit θ_w after a warm-up round, else grow H_cur (spec §3.4 update)."""
+        if self.warmup_flag:
+            self.Z_w.add(x, r)
+            if self.tau_includes_warmup:
+                self.Z_tau.add(x, r)
+            theta, success = self._fit(self.Z_w, (self.theta_w + self.theta_tau) / 2)
+            self.fits_w += 1
+            if success:
+                self.theta_w = theta
+            return
+        self.Z_tau.add(x, r)
+        s = float(self.link.dot(np.array(float(x @ self.theta_w))))
+        weight = s / math.e if self.h_divide_e else s
+        self.H_cur += weight * np.outer(x, x)
+        sherman_morrison(self.H_cur_inv, x, weight)
+        if self.running_max_logdet:
+            self.max_logdet_cur = max(self.max_logdet_cur, logdet(self.H_cur))
+
+    def events(self) -> dict[str, np.ndarray]:
+        return {
+            "switch_times": np.asarray(self.switch_times, dtype=np.int64),
+            "warmup_rounds": np.asarray(self.warmup_rounds, dtype=np.int64),
+        }
+
+    def diagnostics(self) -> dict[str, float]:
+        return {
+            "warmup_rounds": float(len(self.warmup_rounds)),
+            "switches": float(len(self.switch_times)),
+            "fits": float(self.stats.fits),
+            "fits_warmup": float(self.fits_w),
+            "fits_tau": float(self.fits_tau),
+            "solver_failures": float(self.stats.failures),
+            "lambda": float(self.lam),
+            "warmup_threshold": float(self.thr_w),
+        }

@@ -1,0 +1,187 @@
+"""MLE solvers and linear-algebra helpers (glm spec §2; checklist §7 items 6–8)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize as scipy_minimize
+
+import dpbandits.glm as glm
+from dpbandits.glm import (
+    GrowingNewton,
+    SolverStats,
+    bernoulli_nll,
+    canonical_gradient,
+    canonical_loss,
+    compat_mle,
+    logdet,
+    newton_mle,
+    project_ball_metric,
+    quad_forms,
+    sherman_morrison,
+    solve_mle,
+)
+from dpbandits.links import get_link
+
+
+def ball_data(seed: int, n: int, d: int, family: str, norm: float = 2.0):
+    """Contexts uniform in the unit ball and rewards of the family at a θ* of the given norm."""
+    g = np.random.default_rng(seed)
+    v = g.normal(size=(n, d))
+    X = v / np.linalg.norm(v, axis=1, keepdims=True) * g.uniform(size=(n, 1)) ** (1 / d)
+    theta = g.normal(size=d)
+    theta *= norm / np.linalg.norm(theta)
+    mu = get_link(family).mean(X @ theta)
+    r = mu + g.normal(size=n) if family == "linear" else (g.uniform(size=n) < mu).astype(float)
+    return X, r, theta
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+@pytest.mark.parametrize("lam", [1e-5, 1.0, 3.0])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_newton_gradient_vanishes(family: str, lam: float, seed: int) -> None:
+    # stopping rule ‖∇F‖_∞ ≤ 1e-8·n; with n = 50 success implies ‖∇F‖₂ ≤ √3·5e-7 < 1e-6
+    X, r, _ = ball_data(seed, 50, 3, family)
+    link = get_link(family)
+    stats = SolverStats()
+    theta, success = newton_mle(X, r, link, lam, np.zeros(3), cap=100.0, stats=stats)
+    assert success
+    assert np.linalg.norm(canonical_gradient(theta, X, r, link, lam)) <= 1e-6
+    F = canonical_loss(theta, X, r, link, lam)
+    for e in np.eye(3):
+        assert F <= canonical_loss(theta + 1e-3 * e, X, r, link, lam)
+        assert F <= canonical_loss(theta - 1e-3 * e, X, r, link, lam)
+    assert stats.fits == 1 and stats.failures == 0 and stats.capped == 0
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_logistic_newton_matches_lbfgsb(seed: int) -> None:
+    X, r, _ = ball_data(seed, 2000, 3, "logistic", norm=1.0)
+    link = get_link("logistic")
+    a, ok_a = newton_mle(X, r, link, 1.0, np.zeros(3))
+    b, ok_b = compat_mle(X, r, link, 1.0, np.zeros(3))
+    assert ok_a and ok_b
+    assert np.max(np.abs(a - b)) <= 1e-5
+
+
+def test_compat_objective_is_nll_with_canonical_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    X, r, _ = ball_data(6, 80, 3, "probit")
+    link = get_link("probit")
+    seen = {}
+
+    def spy(fun, x0, **kwargs):
+        seen["fun"], seen["kwargs"] = fun, kwargs
+        return scipy_minimize(fun, x0, **kwargs)
+
+    monkeypatch.setattr(glm, "minimize", spy)
+    compat_mle(X, r, link, 0.3, np.zeros(3))
+    assert seen["kwargs"]["method"] == "L-BFGS-B" and seen["kwargs"]["jac"] is True
+    assert set(seen["kwargs"]) == {"method", "jac"}  # scipy's default options
+    g = np.random.default_rng(7)
+    for _ in range(5):
+        theta = g.normal(size=3)
+        f, grad = seen["fun"](theta)
+        z = X @ theta
+        plain = -np.sum(r * np.log(link.mean(z)) + (1 - r) * np.log(1 - link.mean(z)))
+        assert f == pytest.approx(plain + 0.3 * theta @ theta, rel=1e-12)
+        assert f == pytest.approx(bernoulli_nll(theta, X, r, link, 0.3), rel=1e-12)
+        np.testing.assert_allclose(grad, canonical_gradient(theta, X, r, link, 0.3), rtol=1e-12)
+        # for probit the gradient is not the gradient of the objective
+    eps = 1e-6
+    theta = np.array([0.5, -1.0, 2.0])
+    numeric = np.array(
+        [(seen["fun"](theta + eps * e)[0] - seen["fun"](theta - eps * e)[0]) / (2 * eps)
+         for e in np.eye(3)]
+    )
+    assert np.max(np.abs(numeric - seen["fun"](theta)[1])) > 1e-3
+
+
+def test_compat_probit_reports_failures_sometimes() -> None:
+    """The inconsistent probit pair makes some line searches fail (spec §2.1 [M]: 15–30 %)."""
+    link = get_link("probit")
+    flags = []
+    for seed in range(30):
+        X, r, _ = ball_data(100 + seed, 200, 3, "probit")
+        flags.append(compat_mle(X, r, link, 1e-5, np.zeros(3))[1])
+    assert 0 < flags.count(False) < len(flags)
+
+
+@pytest.mark.parametrize("solver", ["compat", "newton"])
+def test_no_data_returns_warm_start(solver: str) -> None:
+    start = np.array([0.1, -0.2, 0.3])
+    theta, success = solve_mle(solver, np.empty((0, 3)), np.empty(0), get_link("probit"), 1.0,
+                               start)
+    assert success and np.array_equal(theta, start) and theta is not start
+
+
+def test_norm_cap_on_separable_data() -> None:
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.5, 0.5]])
+    r = np.array([1.0, 0.0, 1.0])
+    stats = SolverStats()
+    theta, success = newton_mle(X, r, get_link("logistic"), 1e-5, np.zeros(2), cap=5.0,
+                                stats=stats)
+    unbounded, _ = newton_mle(X, r, get_link("logistic"), 1e-5, np.zeros(2))
+    assert np.linalg.norm(unbounded) > 10.0
+    assert math.isclose(np.linalg.norm(theta), 5.0, rel_tol=1e-12)
+    assert stats.capped == 1
+    # at the cap the solution is a KKT point of the capped problem: −∇F = νθ with ν ≥ 0
+    assert success and stats.failures == 0
+    g = canonical_gradient(theta, X, r, get_link("logistic"), 1e-5)
+    assert g @ theta < 0
+    assert np.max(np.abs(g - (g @ theta) / 25.0 * theta)) <= 3e-8
+
+
+def test_growing_newton_equals_batch_solver() -> None:
+    X, r, _ = ball_data(8, 400, 3, "probit")
+    link = get_link("probit")
+    grow = GrowingNewton(3, 50, link, 3.0, cap=20.0)  # capacity grows past 50
+    theta_a = theta_b = np.zeros(3)
+    for i in range(X.shape[0]):
+        grow.add(X[i], r[i])
+        theta_a, ok_a = grow.solve(theta_a)
+        theta_b, ok_b = newton_mle(X[: i + 1], r[: i + 1], link, 3.0, theta_b, cap=20.0)
+        assert ok_a == ok_b
+        np.testing.assert_allclose(theta_a, theta_b, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("w", [1.0, 0.3, 1 / (1 + 0.7)])
+def test_sherman_morrison_matches_direct_inverse(w: float) -> None:
+    g = np.random.default_rng(9)
+    A = 2.0 * np.eye(4)
+    A_inv = np.linalg.inv(A)
+    for _ in range(200):
+        x = g.normal(size=4) / 2
+        q = sherman_morrison(A_inv, x, w)
+        assert q == pytest.approx(x @ np.linalg.solve(A, x), rel=1e-10)
+        A += w * np.outer(x, x)
+    np.testing.assert_allclose(A_inv, np.linalg.inv(A), atol=1e-8)
+
+
+def test_quad_forms_and_logdet() -> None:
+    g = np.random.default_rng(10)
+    X = g.normal(size=(7, 3))
+    B = g.normal(size=(3, 3))
+    A = B @ B.T + np.eye(3)
+    np.testing.assert_allclose(quad_forms(X, A), [x @ A @ x for x in X], rtol=1e-12)
+    assert logdet(A) == pytest.approx(math.log(np.linalg.det(A)), rel=1e-12)
+    assert logdet(np.zeros((3, 3))) == -math.inf
+    assert logdet(-np.eye(3)) == -math.inf
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_metric_ball_projection_is_kkt_point(seed: int) -> None:
+    g = np.random.default_rng(seed)
+    B = g.normal(size=(3, 3))
+    V = B @ B.T + 0.1 * np.eye(3)
+    u = g.normal(size=3) * 5
+    theta = project_ball_metric(u, V, 1.5)
+    assert np.linalg.norm(theta) == pytest.approx(1.5, rel=1e-10)
+    # stationarity: V(u − θ) = ν θ with ν ≥ 0
+    lhs = V @ (u - theta)
+    nu = lhs @ theta / (theta @ theta)
+    assert nu >= 0
+    np.testing.assert_allclose(lhs, nu * theta, atol=1e-8 * max(1.0, abs(nu)))
+    inside = np.array([0.1, 0.2, 0.3])
+    np.testing.assert_array_equal(project_ball_metric(inside, V, 1.5), inside)
