@@ -44,9 +44,16 @@ def validate_spec(spec: dict[str, Any]) -> None:
                           f"allowed: {', '.join(sorted(SPEC_KEYS))}")
     trials = spec["trials"]
     if (not isinstance(trials, list) or not trials
-            or not all(isinstance(t, int) and t >= 0 for t in trials)):
+            or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
+                       for t in trials)):
         raise ConfigError(f"trials = {trials!r} is not allowed; must be a non-empty list of "
                           "integers >= 0")
+    seed = spec["seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ConfigError(f"seed = {seed!r} is not allowed; must be an integer >= 0")
+    for key in ("params", "instance"):
+        if not isinstance(spec.get(key, {}), dict):
+            raise ConfigError(f"{key} = {spec[key]!r} is not allowed; must be a mapping")
     accounting = spec.get("accounting", "strict")
     if accounting not in ACCOUNTING_MODES:
         raise ConfigError(f"accounting = {accounting!r} is not allowed; allowed: "
@@ -87,7 +94,8 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
             accounting=spec.get("accounting", "strict"),
             **spec.get("params", {}),
         )
-        result = policy.run(env)
+        play = getattr(env, "play", None)  # replay environments drive the policy themselves
+        result = play(policy) if callable(play) else policy.run(env)
         if result.regret.shape != (horizon,) or result.reward.shape != (horizon,):
             raise RuntimeError(f"{spec['algorithm']} returned a trace of the wrong length")
         rows["regret"].append(np.cumsum(result.regret)[index])

@@ -1,0 +1,364 @@
+"""Replay environments on rating logs (Li et al. 2011; datasets.md "Bandit protocols", ts spec
+§1.3, §3.5, §9.6–9.7): `movielens_replay` and `jester_replay`.
+
+Each replay step is one logged rating (u, m, r) in time order (Jester, which has no timestamps:
+a per-trial random order). Its candidate set is m plus K−1 other items drawn uniformly (or from
+the items u rated), with m at a uniformly random position. The step counts only when the policy
+picks m; the reward is 1[r ≥ 4] (MovieLens) or 1[r > 0] (Jester). Arm features are the unit
+vectors of P_u ⊙ Q_a (or [P_u; Q_a]) from the rank-k SVD factors. Candidate draws and the Jester
+order come from `reward_rng(seed, trial)`, so every algorithm sees the same trial.
+
+Such a log has no pseudo-regret: the per-round regret trace is 0 and the metric is the CTR of
+the counted rounds. `play(policy)` drives a policy through the replay (select on every step,
+update only on counted steps); the accept rate and CTR go into the diagnostics.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from dpbandits.data import DataError
+from dpbandits.data.svd import read_factors
+from dpbandits.errors import ConfigError
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.instances.registry import generator
+from dpbandits.policies.base import Policy, RunResult
+from dpbandits.seeding import reward_rng
+
+log = logging.getLogger(__name__)
+
+FEATURE_MAPS = ("product", "concat")
+NORMALIZATIONS = ("unit", "clip")
+CANDIDATES = ("uniform", "rated")
+ORDERS = ("time", "shuffle")
+CHUNK = 8192
+WARM_CHUNK = 1 << 18
+
+COMMON_DEFAULTS: dict[str, Any] = {
+    "d": None, "K": 3, "seed": 0, "candidates": "uniform", "feature_map": "product",
+    "normalize": "unit", "ridge": 1.0, "max_steps": None, "S": 1.0, "family": "linear",
+}
+DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
+    "movielens_replay": {"threshold": 4.0, "inclusive": True, "warm_start": 0.1, "order": "time"},
+    "jester_replay": {"threshold": 0.0, "inclusive": False, "warm_start": 0.0,
+                      "order": "shuffle"},
+}
+REQUIRED = ("ratings", "features", "requires", "horizon")
+
+
+def _int(key: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+        raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
+    return int(value)
+
+
+def _number(key: str, value: Any, low: float, high: float | None = None,
+            low_open: bool = False) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low) and (high is None or value < high)
+    if not ok:
+        rng = f"{'>' if low_open else '>='} {low}" + (f" and < {high}" if high is not None else "")
+        raise ConfigError(f"{key} = {value!r} is not allowed; must be a number {rng}")
+    return float(value)
+
+
+def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ConfigError(f"{key} = {value!r} is not allowed; allowed: {', '.join(allowed)}")
+    return str(value)
+
+
+def arm_features(user_vec: np.ndarray, item_vecs: np.ndarray, feature_map: str,
+                 normalize: str) -> np.ndarray:
+    """Rows x_a = P_u ⊙ Q_a (or [P_u; Q_a]) scaled to unit norm (or clipped into the unit ball)."""
+    if feature_map == "product":
+        x = item_vecs.astype(np.float64) * user_vec.astype(np.float64)
+    else:
+        x = np.concatenate([np.broadcast_to(user_vec, item_vecs.shape), item_vecs],
+                           axis=-1).astype(np.float64)
+    norms = np.sqrt(np.einsum("...j,...j->...", x, x))[..., None]
+    scale = np.where(norms > 0, norms, 1.0) if normalize == "unit" else np.maximum(norms, 1.0)
+    return x / scale
+
+
+class ReplayInstance:
+    """A rating log with SVD factors, ready to replay; one `environment(trial)` per trial."""
+
+    def __init__(self, kind: str, params: dict[str, Any]) -> None:
+        allowed = set(COMMON_DEFAULTS) | set(DATASET_DEFAULTS[kind]) | set(REQUIRED) | {"dataset"}
+        unknown = sorted(set(params) - allowed)
+        if unknown:
+            raise ConfigError(f"unknown instance key(s) {', '.join(unknown)} for {kind}; "
+                              f"allowed: {', '.join(sorted(allowed))}")
+        missing = [k for k in REQUIRED if k not in params]
+        if missing:
+            raise ConfigError(f"instance key(s) {', '.join(missing)} missing for {kind}")
+        p = {**COMMON_DEFAULTS, **DATASET_DEFAULTS[kind], **params}
+        self.kind = kind
+        self.params = p
+        self.horizon = _int("horizon", p["horizon"], 1)
+        self.K = _int("K", p["K"], 2)
+        self.seed = _int("seed", p["seed"], 0)
+        self.candidates = _choice("candidates", p["candidates"], CANDIDATES)
+        self.feature_map = _choice("feature_map", p["feature_map"], FEATURE_MAPS)
+        self.normalize = _choice("normalize", p["normalize"], NORMALIZATIONS)
+        self.order = _choice("order", p["order"], ORDERS)
+        self.threshold = _number("threshold", p["threshold"], -math.inf)
+        if not isinstance(p["inclusive"], bool):
+            raise ConfigError(f"inclusive = {p['inclusive']!r} is not allowed; must be a boolean")
+        self.inclusive = p["inclusive"]
+        self.warm_start = _number("warm_start", p["warm_start"], 0.0, 1.0)
+        self.ridge = _number("ridge", p["ridge"], 0.0, low_open=True)
+        self.S = _number("S", p["S"], 0.0, low_open=True)
+        self.max_steps = None if p["max_steps"] is None else _int("max_steps", p["max_steps"], 1)
+        self.ratings_path, self.features_path = Path(p["ratings"]), Path(p["features"])
+        requires = p["requires"]
+        if not isinstance(requires, list) or not {str(self.ratings_path),
+                                                  str(self.features_path)} <= {
+                                                      str(Path(r)) for r in requires}:
+            raise ConfigError(f"requires = {requires!r} is not allowed; must list the ratings "
+                              f"({p['ratings']}) and features ({p['features']}) files")
+        self._load()
+
+    def _load(self) -> None:
+        factors = read_factors(self.features_path)
+        self.P = factors.user_factors
+        self.Q = factors.item_factors
+        k = factors.k
+        self.d = k if self.feature_map == "product" else 2 * k
+        if self.params["d"] is not None and _int("d", self.params["d"], 1) != self.d:
+            raise ConfigError(f"d = {self.params['d']!r} is not allowed; the {self.feature_map} "
+                              f"features of {self.features_path} have d = {self.d}")
+        if not self.ratings_path.is_file():
+            raise DataError(f"{self.ratings_path}: ratings file does not exist (run the data "
+                            "rules first)")
+        with h5py.File(self.ratings_path, "r") as f:
+            n = int(f.attrs["n_ratings"])
+            if (int(f.attrs["n_users"]), int(f.attrs["n_items"])) != (len(self.P), len(self.Q)):
+                raise DataError(f"{self.features_path} does not match {self.ratings_path} "
+                                "(different numbers of users or items); rebuild the features")
+            self.n_items = len(self.Q)
+            if self.K > self.n_items:
+                raise ConfigError(f"K = {self.K} is not allowed; must be <= {self.n_items} items")
+            n_warm = int(math.floor(self.warm_start * n))
+            stop = n if self.max_steps is None else min(n, n_warm + self.max_steps)
+            if n_warm >= stop:
+                raise ConfigError(f"warm_start = {self.warm_start} leaves no replay events")
+            self.theta0 = self._warm_theta(f, n_warm) if n_warm else None
+            self.n_warm = n_warm
+            self.user = f["user"][n_warm:stop]
+            self.item = f["item"][n_warm:stop]
+            rating = f["rating"][n_warm:stop]
+            if self.candidates == "rated":
+                self._rated_index(f["user"][()], f["item"][()])
+        self.reward = self._rewards(rating)
+
+    def _rewards(self, rating: np.ndarray) -> np.ndarray:
+        """1[r ≥ threshold] (inclusive) or 1[r > threshold]."""
+        hit = rating >= self.threshold if self.inclusive else rating > self.threshold
+        return hit.astype(np.float64)
+
+    def _warm_theta(self, f: h5py.File, n_warm: int) -> np.ndarray:
+        """Ridge fit on the earliest events (ts spec §3.5): θ₀ = (λI + XᵀX)⁻¹Xᵀr."""
+        gram = self.ridge * np.eye(self.d)
+        moment = np.zeros(self.d)
+        for lo in range(0, n_warm, WARM_CHUNK):
+            hi = min(n_warm, lo + WARM_CHUNK)
+            x = arm_features(self.P[f["user"][lo:hi]], self.Q[f["item"][lo:hi]],
+                             self.feature_map, self.normalize)
+            r = self._rewards(f["rating"][lo:hi])
+            gram += x.T @ x
+            moment += x.T @ r
+        return np.linalg.solve(gram, moment)
+
+    def _rated_index(self, user: np.ndarray, item: np.ndarray) -> None:
+        order = np.lexsort((item, user))
+        self.rated_items = item[order]
+        self.rated_ptr = np.searchsorted(user[order], np.arange(len(self.P) + 1))
+
+    @property
+    def n_steps(self) -> int:
+        return len(self.user)
+
+    @property
+    def info(self) -> ProblemInfo:
+        """Linear model on unit features, rewards in {0, 1}."""
+        return ProblemInfo(family=str(self.params["family"]), d=self.d, K=self.K,
+                           horizon=self.horizon, S=self.S, R=1.0)
+
+    def describe(self) -> dict[str, float]:
+        """Scalars recorded with each shard; `log_ctr` is the CTR uniform choice expects."""
+        return {"n_users": float(len(self.P)), "n_items": float(self.n_items),
+                "k": float(len(self.Q[0])), "d": float(self.d), "K": float(self.K),
+                "replay_events": float(self.n_steps), "warm_events": float(self.n_warm),
+                "log_ctr": float(self.reward.mean())}
+
+    def environment(self, trial: int) -> ReplayEnvironment:
+        return ReplayEnvironment(self, trial)
+
+
+class ReplayEnvironment:
+    """One trial of a replay: step-indexed candidate sets drawn lazily in fixed-size chunks."""
+
+    def __init__(self, instance: ReplayInstance, trial: int) -> None:
+        self.instance = instance
+        self.info = instance.info
+        self.theta0 = instance.theta0
+        self.rng = reward_rng(instance.seed, trial)
+        n = instance.n_steps
+        self.order = self.rng.permutation(n) if instance.order == "shuffle" else None
+        self._cands: list[np.ndarray] = []
+        self._pos: list[np.ndarray] = []
+        self._features: tuple[int, np.ndarray] | None = None
+
+    @property
+    def horizon(self) -> int:
+        """Counted (accepted) rounds of a run."""
+        return self.instance.horizon
+
+    @property
+    def n_steps(self) -> int:
+        return self.instance.n_steps
+
+    def event(self, step: int) -> int:
+        """Row of the replay stream shown at `step`."""
+        return step if self.order is None else int(self.order[step])
+
+    def _draw_chunk(self) -> None:
+        inst, K = self.instance, self.instance.K
+        lo = len(self._cands) * CHUNK
+        steps = np.arange(lo, min(lo + CHUNK, self.n_steps))
+        rows = steps if self.order is None else self.order[steps]
+        logged = inst.item[rows].astype(np.int64)
+        if inst.candidates == "uniform":
+            others = self._uniform_others(logged, K - 1)
+        else:
+            others = self._rated_others(inst.user[rows], logged, K - 1)
+        pos = self.rng.integers(0, K, size=len(steps))
+        cands = np.empty((len(steps), K), dtype=np.int32)
+        cands[:, : K - 1] = others
+        idx = np.arange(len(steps))
+        cands[:, K - 1] = cands[idx, pos]
+        cands[idx, pos] = logged
+        self._cands.append(cands)
+        self._pos.append(pos)
+
+    def _uniform_others(self, logged: np.ndarray, m: int) -> np.ndarray:
+        """m distinct items per row, uniform over the items other than the logged one."""
+        n_items = self.instance.n_items
+        out = self.rng.integers(0, n_items - 1, size=(len(logged), m))
+        out += out >= logged[:, None]
+        while m > 1:
+            s = np.sort(out, axis=1)
+            redo = np.flatnonzero((s[:, 1:] == s[:, :-1]).any(axis=1))
+            if not len(redo):
+                break
+            fresh = self.rng.integers(0, n_items - 1, size=(len(redo), m))
+            out[redo] = fresh + (fresh >= logged[redo, None])
+        return out
+
+    def _rated_others(self, users: np.ndarray, logged: np.ndarray, m: int) -> np.ndarray:
+        """m distinct items the user rated (other than the logged one), topped up uniformly."""
+        inst = self.instance
+        out = np.empty((len(logged), m), dtype=np.int64)
+        for i, (u, item) in enumerate(zip(users, logged, strict=True)):
+            rated = inst.rated_items[inst.rated_ptr[u]:inst.rated_ptr[u + 1]]
+            rated = rated[rated != item]
+            take = self.rng.choice(rated, size=min(m, len(rated)), replace=False)
+            if len(take) < m:
+                pool = np.setdiff1d(np.arange(inst.n_items), np.append(rated, item))
+                take = np.append(take, self.rng.choice(pool, size=m - len(take), replace=False))
+            out[i] = take
+        return out
+
+    def _slot(self, step: int) -> tuple[int, int]:
+        if not 0 <= step < self.n_steps:
+            raise IndexError(f"replay step {step} outside 0..{self.n_steps - 1}")
+        chunk, offset = divmod(step, CHUNK)
+        while len(self._cands) <= chunk:
+            self._draw_chunk()
+        return chunk, offset
+
+    def candidates(self, step: int) -> np.ndarray:
+        """Item indices offered at `step`."""
+        chunk, offset = self._slot(step)
+        return self._cands[chunk][offset]
+
+    def logged_index(self, step: int) -> int:
+        """Position of the logged item in the candidate set of `step`."""
+        chunk, offset = self._slot(step)
+        return int(self._pos[chunk][offset])
+
+    def arms(self, step: int) -> np.ndarray:
+        """Features of the candidate set of replay step `step`, shape (K, d); computed for a
+        whole chunk of steps at once (the current chunk is kept)."""
+        chunk, offset = self._slot(step)
+        if self._features is None or self._features[0] != chunk:
+            inst = self.instance
+            lo = chunk * CHUNK
+            steps = np.arange(lo, lo + len(self._cands[chunk]))
+            users = inst.user[steps if self.order is None else self.order[steps]]
+            self._features = (chunk, arm_features(inst.P[users][:, None, :],
+                                                  inst.Q[self._cands[chunk]],
+                                                  inst.feature_map, inst.normalize))
+        return self._features[1][offset]
+
+    def pull(self, step: int, index: int) -> tuple[float, float]:
+        """Reward of the logged item; any other choice has no logged outcome."""
+        if index != self.logged_index(step):
+            raise DataError("a replay environment has no reward for a non-logged arm; drive it "
+                            "with env.play(policy)")
+        return float(self.instance.reward[self.event(step)]), 0.0
+
+    def play(self, policy: Policy) -> RunResult:
+        """Li et al. replay: select on each step, count and update only when the logged arm is
+        picked, until `horizon` rounds are counted. Hooks `begin(env)`/`finish()` are called
+        when the policy has them."""
+        begin = getattr(policy, "begin", None)
+        if callable(begin):
+            begin(self)
+        horizon = self.horizon
+        reward = np.empty(horizon)
+        t = step = 0
+        start = time.perf_counter()
+        while t < horizon:
+            if step >= self.n_steps:
+                raise DataError(
+                    f"replay log exhausted: {t} of horizon {horizon} rounds counted after "
+                    f"{step} steps ({self.instance.ratings_path}); lower horizon or K, or raise "
+                    "max_steps"
+                )
+            arms = self.arms(step)
+            index = int(policy.select(t, arms))
+            if index == self.logged_index(step):
+                r, _ = self.pull(step, index)
+                policy.update(t, arms[index], r)
+                reward[t] = r
+                t += 1
+            step += 1
+        finish = getattr(policy, "finish", None)
+        if callable(finish):
+            finish()
+        wall = time.perf_counter() - start
+        diagnostics = {**policy.diagnostics(), "replay_steps": float(step),
+                       "accept_rate": horizon / step, "ctr": float(reward.mean())}
+        return RunResult(np.zeros(horizon), reward, policy.events(), diagnostics, wall)
+
+
+@generator("movielens_replay")
+def build_movielens_replay(params: dict[str, Any]) -> ReplayInstance:
+    """MovieLens replay: time order, reward 1[rating ≥ 4], warm start on the first 10 %."""
+    return ReplayInstance("movielens_replay", params)
+
+
+@generator("jester_replay")
+def build_jester_replay(params: dict[str, Any]) -> ReplayInstance:
+    """Jester replay: random order per trial, reward 1[rating > 0], cold start."""
+    return ReplayInstance("jester_replay", params)

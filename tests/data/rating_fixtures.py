@@ -1,0 +1,157 @@
+"""Tiny rating archives in the exact upstream layouts (inner paths, headers, separators).
+
+Ratings follow a rank-3 model plus noise so that SVD features carry signal; ids are not
+contiguous, MovieLens rows are sorted by user then movie (not by time), and some titles hold
+quoted commas, as upstream.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+TITLES = ['Toy Story (1995)', 'American President, The (1995)', 'Jumanji (1995)',
+          'Shawshank Redemption, The (1994)', '"Great" Escape, The (1963)']
+
+
+def low_rank_scores(n_users: int, n_items: int, density: float, seed: int) -> pd.DataFrame:
+    """Observed (user, item, score) cells: score = rank-3 signal + noise, about N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    p = rng.standard_normal((n_users, 3))
+    q = rng.standard_normal((n_items, 3))
+    score = (p @ q.T) / np.sqrt(3) * 0.8 + 0.6 * rng.standard_normal((n_users, n_items))
+    mask = rng.random((n_users, n_items)) < density
+    mask[np.arange(n_users), rng.integers(0, n_items, n_users)] = True
+    users, items = np.nonzero(mask)
+    return pd.DataFrame({"user": users, "item": items, "score": score[users, items]})
+
+
+def movielens_frame(n_users: int = 300, n_items: int = 120, density: float = 0.2,
+                    seed: int = 0) -> pd.DataFrame:
+    """ml-25m style ratings: userId, movieId (gappy), half stars 0.5–5, unix timestamps."""
+    cells = low_rank_scores(n_users, n_items, density, seed)
+    rng = np.random.default_rng(seed + 1)
+    stars = np.clip(np.round((3.5 + 1.2 * cells["score"].to_numpy()) * 2) / 2, 0.5, 5.0)
+    return pd.DataFrame({
+        "userId": cells["user"].to_numpy() + 1,
+        "movieId": 3 * cells["item"].to_numpy() + 1,
+        "rating": stars,
+        "timestamp": rng.integers(946_684_800, 1_574_000_000, len(cells)),
+    }).sort_values(["userId", "movieId"], kind="stable")
+
+
+def movies_csv(movie_ids: np.ndarray) -> str:
+    rows = ["movieId,title,genres"]
+    for i, mid in enumerate(sorted(set(int(m) for m in movie_ids))):
+        title = TITLES[i % len(TITLES)]
+        if "," in title or '"' in title:
+            title = '"' + title.replace('"', '""') + '"'
+        rows.append(f"{mid},{title},Comedy|Drama")
+    return "\n".join(rows) + "\n"
+
+
+def _zip(path: Path, members: dict[str, str | bytes], dirs: tuple[str, ...] = ()) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for d in dirs:
+            zf.writestr(zipfile.ZipInfo(d), b"")
+        for name, content in members.items():
+            zf.writestr(name, content)
+    return path
+
+
+def write_movielens_zip(folder: Path, name: str = "ml-25m", **kw: object) -> Path:
+    """`<name>.zip` holding `<name>/ratings.csv`, `movies.csv`, `tags.csv`, `links.csv`,
+    `README.txt` (the ml-25m / ml-latest-small layout)."""
+    frame = movielens_frame(**kw)  # type: ignore[arg-type]
+    ratings = frame.to_csv(index=False, float_format="%.1f", lineterminator="\n")
+    movies = movies_csv(frame["movieId"].to_numpy())
+    members = {
+        f"{name}/ratings.csv": ratings,
+        f"{name}/movies.csv": movies,
+        f"{name}/tags.csv": "userId,movieId,tag,timestamp\n1,1,\"funny, warm\",1139045764\n",
+        f"{name}/links.csv": "movieId,imdbId,tmdbId\n1,0114709,862\n",
+        f"{name}/README.txt": "Summary\n=======\nfixture\n",
+    }
+    return _zip(folder / f"{name}.zip", members, dirs=(f"{name}/",))
+
+
+def write_ml100k_zip(folder: Path, **kw: object) -> Path:
+    """`ml-100k.zip` with tab-separated `ml-100k/u.data` (no header)."""
+    f = movielens_frame(**kw).sample(frac=1.0, random_state=0)  # type: ignore[arg-type]
+    rows = f.itertuples(index=False)
+    text = "".join(f"{u}\t{m}\t{int(np.ceil(r))}\t{t}\n" for u, m, r, t in rows)
+    return _zip(folder / "ml-100k.zip", {"ml-100k/u.data": text}, dirs=("ml-100k/",))
+
+
+def write_ml1m_zip(folder: Path, **kw: object) -> Path:
+    """`ml-1m.zip` with `ml-1m/ratings.dat` (`::`-separated)."""
+    f = movielens_frame(**kw)  # type: ignore[arg-type]
+    rows = f.itertuples(index=False)
+    text = "".join(f"{u}::{m}::{int(np.ceil(r))}::{t}\n" for u, m, r, t in rows)
+    return _zip(folder / "ml-1m.zip", {"ml-1m/ratings.dat": text}, dirs=("ml-1m/",))
+
+
+def jester_frame(n_users: int = 200, n_items: int = 150, density: float = 0.3,
+                 seed: int = 2) -> pd.DataFrame:
+    """Jester ratings in [−10, 10] with two decimals; joke ids from 1."""
+    cells = low_rank_scores(n_users, n_items, density, seed)
+    rating = np.clip(np.round(4.0 * cells["score"].to_numpy(), 2), -10.0, 10.0)
+    return pd.DataFrame({"user": cells["user"] + 1, "item": cells["item"] + 1, "rating": rating})
+
+
+def write_jester2_zip(folder: Path, **kw: object) -> Path:
+    """`jester_dataset_2.zip`: `jester_ratings.dat` (user, joke, rating; tab-tab separated) and
+    `jester_items.dat`."""
+    f = jester_frame(**kw)  # type: ignore[arg-type]
+    text = "".join(f"{u}\t\t{i}\t\t{r:.2f}\n" for u, i, r in f.itertuples(index=False))
+    items = "".join(f"{i}:\n<p>joke {i}</p>\n\n" for i in range(1, 151))
+    return _zip(folder / "jester_dataset_2.zip",
+                {"jester_ratings.dat": text, "jester_items.dat": items})
+
+
+def jester_matrix(n_users: int = 60, n_jokes: int = 100, density: float = 0.5,
+                  seed: int = 3) -> np.ndarray:
+    """users × (1 + jokes): column 0 the count of rated jokes, 99 = not rated."""
+    f = jester_frame(n_users, n_jokes, density, seed)
+    grid = np.full((n_users, n_jokes), 99.0)
+    grid[f["user"] - 1, f["item"] - 1] = f["rating"]
+    return np.hstack([(grid != 99.0).sum(axis=1, keepdims=True), grid])
+
+
+def xls_bytes(matrix: np.ndarray) -> bytes:
+    """A BIFF8 `.xls` workbook of `matrix` (no header row), as Jester dataset 1 ships."""
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("jester-data")
+    for i, row in enumerate(matrix):
+        for j, value in enumerate(row):
+            sheet.write(i, j, int(value) if j == 0 else float(value))
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def xlsx_bytes(matrix: np.ndarray) -> bytes:
+    """The same matrix as an `.xlsx` workbook."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for row in matrix:
+        sheet.append([int(row[0]), *[float(v) for v in row[1:]]])
+    buf = io.BytesIO()
+    book.save(buf)
+    return buf.getvalue()
+
+
+def write_jester1_zips(folder: Path, n_users: int = 40) -> list[Path]:
+    """`jester_dataset_1_{1,2,3}.zip`, each holding `jester-data-{i}.xls` at its root."""
+    return [_zip(folder / f"jester_dataset_1_{i}.zip",
+                 {f"jester-data-{i}.xls": xls_bytes(jester_matrix(n_users, seed=10 + i))})
+            for i in (1, 2, 3)]

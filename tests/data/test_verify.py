@@ -1,0 +1,59 @@
+"""Size and sha256 verification; the stamp exists only after a successful check."""
+
+import json
+import logging
+from dataclasses import replace
+
+import pytest
+
+from dpbandits.data.files import sha256_of
+from dpbandits.data.registry import archives
+from dpbandits.data.verify import VerificationError, verify_archive
+
+
+@pytest.fixture
+def archive(tmp_path):
+    path = tmp_path / "ml-25m.zip"
+    path.write_bytes(bytes(range(256)) * 40)
+    spec = replace(archives()["ml-25m.zip"], sha256=sha256_of(path), bytes=path.stat().st_size)
+    return path, spec
+
+
+def test_good_archive_gets_a_stamp(archive, tmp_path):
+    path, spec = archive
+    stamp = tmp_path / "stamp.json"
+    verify_archive(path, spec, stamp)
+    record = json.loads(stamp.read_text())
+    assert record["sha256"] == spec.sha256 and record["bytes"] == spec.bytes and record["pinned"]
+
+
+def test_one_corrupted_byte_fails_with_a_clear_message(archive, tmp_path):
+    path, spec = archive
+    stamp = tmp_path / "stamp.json"
+    stamp.write_text("{}")  # a stale stamp must not survive a failed check
+    data = bytearray(path.read_bytes())
+    data[1000] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(VerificationError) as err:
+        verify_archive(path, spec, stamp)
+    message = str(err.value)
+    assert spec.sha256 in message and sha256_of(path) in message and str(path) in message
+    assert "delete it and re-run" in message and "\n" not in message
+    assert not stamp.exists()
+
+
+def test_wrong_size_is_reported_before_hashing(archive, tmp_path):
+    path, spec = archive
+    with open(path, "ab") as handle:
+        handle.write(b"x")
+    with pytest.raises(VerificationError, match=f"must have {spec.bytes} bytes"):
+        verify_archive(path, spec, tmp_path / "stamp.json")
+
+
+def test_unpinned_checksum_is_computed_and_printed(archive, tmp_path, caplog):
+    path, spec = archive
+    spec = replace(spec, sha256=None, bytes=None)
+    with caplog.at_level(logging.WARNING):
+        record = verify_archive(path, spec, tmp_path / "stamp.json")
+    assert record["sha256"] == sha256_of(path) and record["pinned"] is False
+    assert sha256_of(path) in caplog.text and "not pinned" in caplog.text

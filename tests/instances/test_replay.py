@@ -1,0 +1,222 @@
+"""Replay environments: candidate sets, reward rules, warm start, and the Li et al. protocol."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpbandits.data import DataError
+from dpbandits.data.ratings import RawRatings, build_log, write_log
+from dpbandits.data.svd import featurize, write_factors
+from dpbandits.errors import ConfigError
+from dpbandits.instances.registry import build_instance
+from dpbandits.instances.replay import arm_features
+from dpbandits.policies.uniform import Uniform
+
+N_USERS, N_ITEMS, K_SVD = 60, 25, 4
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """A MovieLens-like log (half stars, timestamps) with rank-4 factors."""
+    tmp = tmp_path_factory.mktemp("replay")
+    rng = np.random.default_rng(0)
+    users, items = np.nonzero(rng.random((N_USERS, N_ITEMS)) < 0.6)
+    stars = rng.integers(1, 11, len(users)) / 2.0
+    stars[:3] = [4.0, 3.5, 4.5]
+    raw = RawRatings(user=users + 100, item=7 * items + 1, rating=stars.astype(np.float32),
+                     time=rng.permutation(len(users)) * 10)
+    log = build_log("toy", raw)
+    write_log(tmp / "ratings.h5", log)
+    write_factors(tmp / "svd.h5", featurize(log, k=K_SVD))
+    return {"ratings": str(tmp / "ratings.h5"), "features": str(tmp / "svd.h5"), "log": log}
+
+
+def make(files, generator="movielens_replay", **overrides):
+    params = {"generator": generator, "ratings": files["ratings"], "features": files["features"],
+              "requires": [files["ratings"], files["features"]], "horizon": 50, "K": 3,
+              "seed": 4, **overrides}
+    return build_instance(params)
+
+
+class Recorder(Uniform):
+    """Uniform choice that records every call the replay makes."""
+
+    name = "Recorder-test"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.selects: list[int] = []
+        self.updates: list[tuple[int, np.ndarray, float]] = []
+        self.begun = self.finished = False
+
+    def begin(self, env):
+        self.begun = True
+
+    def finish(self):
+        self.finished = True
+
+    def select(self, t, arms):
+        self.selects.append(t)
+        return super().select(t, arms)
+
+    def update(self, t, x, r):
+        self.updates.append((t, x.copy(), r))
+
+
+def test_candidate_sets_hold_the_logged_item_once_at_a_uniform_position(files):
+    inst = make(files, warm_start=0.0)
+    env = inst.environment(0)
+    n, K = inst.n_steps, inst.K
+    counts = np.zeros(K)
+    for step in range(n):
+        cands, pos = env.candidates(step), env.logged_index(step)
+        assert len(set(cands.tolist())) == K
+        assert cands[pos] == inst.item[env.event(step)]
+        counts[pos] += 1
+    se = np.sqrt(n * (1 / K) * (1 - 1 / K))
+    assert np.all(np.abs(counts - n / K) < 5 * se)
+
+
+def test_other_candidates_are_uniform_over_the_other_items(files):
+    inst = make(files, warm_start=0.0, K=2)
+    env = inst.environment(1)
+    other = np.array([env.candidates(s)[1 - env.logged_index(s)] for s in range(inst.n_steps)])
+    logged = inst.item[: inst.n_steps]
+    assert not np.any(other == logged)
+    counts = np.bincount(other, minlength=N_ITEMS)
+    expected = np.array([np.sum(logged != j) / (N_ITEMS - 1) for j in range(N_ITEMS)])
+    sd = np.sqrt(expected * (1 - 1 / (N_ITEMS - 1)))
+    assert np.all(np.abs(counts - expected) < 5 * sd)
+
+
+def test_trials_share_nothing_but_algorithms_share_everything(files):
+    inst = make(files)
+    a, b, c = inst.environment(0), inst.environment(0), inst.environment(1)
+    first = [a.candidates(s).tolist() for s in range(300)]
+    assert first == [b.candidates(s).tolist() for s in range(300)]
+    assert first != [c.candidates(s).tolist() for s in range(300)]
+
+
+def test_arm_features_are_unit_products_of_the_factors(files):
+    inst = make(files)
+    env = inst.environment(0)
+    arms = env.arms(5)
+    user = inst.user[env.event(5)]
+    raw = inst.P[user].astype(float) * inst.Q[env.candidates(5)].astype(float)
+    np.testing.assert_allclose(arms, raw / np.linalg.norm(raw, axis=1, keepdims=True))
+    concat = arm_features(inst.P[user], inst.Q[env.candidates(5)], "concat", "clip")
+    assert concat.shape == (3, 2 * K_SVD)
+    assert np.all(np.linalg.norm(concat, axis=1) <= 1 + 1e-12)
+
+
+def test_reward_rules(files):
+    ml = make(files, warm_start=0.0)
+    jester = make(files, generator="jester_replay", threshold=3.5)
+    rating = files["log"].rating
+    np.testing.assert_array_equal(ml.reward, (rating >= 4.0).astype(float))
+    assert jester.order == "shuffle" and ml.order == "time"
+    assert set(np.unique(jester.reward)) == {0.0, 1.0}
+    np.testing.assert_array_equal(np.sort(jester.reward), np.sort((rating > 3.5).astype(float)))
+    assert ml.reward[np.flatnonzero(rating == 4.0)].min() == 1.0  # 4 counts for MovieLens
+
+
+def test_warm_start_is_the_ridge_fit_on_the_earliest_events_which_are_excluded(files):
+    log = files["log"]
+    inst = make(files, warm_start=0.1)
+    n_warm = int(np.floor(0.1 * len(log.user)))
+    assert inst.n_warm == n_warm and inst.n_steps == len(log.user) - n_warm
+    np.testing.assert_array_equal(inst.user, log.user[n_warm:])
+    x = arm_features(inst.P[log.user[:n_warm]], inst.Q[log.item[:n_warm]], "product", "unit")
+    r = (log.rating[:n_warm] >= 4).astype(float)
+    # ridge with λ = 1 as the least-squares solution of the augmented system
+    aug_x = np.vstack([x, np.eye(K_SVD)])
+    aug_r = np.concatenate([r, np.zeros(K_SVD)])
+    np.testing.assert_allclose(inst.theta0, np.linalg.lstsq(aug_x, aug_r, rcond=None)[0],
+                               atol=1e-10)
+    assert make(files, generator="jester_replay").theta0 is None
+
+
+def test_play_follows_the_replay_protocol(files):
+    inst = make(files, horizon=120, warm_start=0.0)
+    env = inst.environment(2)
+    policy = Recorder(inst.info, np.random.default_rng(9))
+    result = env.play(policy)
+    steps = int(result.diagnostics["replay_steps"])
+    assert policy.begun and policy.finished
+    assert len(policy.selects) == steps and len(policy.updates) == 120
+    assert [u[0] for u in policy.updates] == list(range(120))
+    # a step counts only when the logged arm is picked, and then its features and reward are used
+    check = inst.environment(2)
+    rng = np.random.default_rng(9)
+    counted = 0
+    for step in range(steps):
+        pick = int(rng.integers(inst.K))
+        if pick == check.logged_index(step):
+            t, x, r = policy.updates[counted]
+            np.testing.assert_array_equal(x, check.arms(step)[pick])
+            assert r == inst.reward[step]
+            counted += 1
+    assert counted == 120
+    assert result.reward.tolist() == [u[2] for u in policy.updates]
+    assert result.diagnostics["accept_rate"] == pytest.approx(120 / steps)
+    assert result.diagnostics["ctr"] == pytest.approx(np.mean(result.reward))
+    assert np.all(result.regret == 0)
+
+
+def test_uniform_choice_accepts_one_in_K_and_sees_the_log_ctr(files):
+    inst = make(files, generator="jester_replay", horizon=250, threshold=2.5)
+    accept, ctr = [], []
+    for trial in range(4):
+        res = inst.environment(trial).play(Uniform(inst.info, np.random.default_rng(trial)))
+        accept.append(res.diagnostics["accept_rate"])
+        ctr.append(res.diagnostics["ctr"])
+    steps = 250 / np.mean(accept)
+    assert np.mean(accept) == pytest.approx(1 / 3, abs=5 * np.sqrt(2 / 9 / (4 * steps)))
+    p = inst.describe()["log_ctr"]
+    assert np.mean(ctr) == pytest.approx(p, abs=5 * np.sqrt(p * (1 - p) / 1000))
+
+
+def test_pull_of_a_non_logged_arm_and_an_exhausted_log_are_errors(files):
+    inst = make(files, horizon=10_000)
+    env = inst.environment(0)
+    with pytest.raises(DataError, match="play"):
+        env.pull(0, (env.logged_index(0) + 1) % inst.K)
+    with pytest.raises(DataError, match="replay log exhausted"):
+        env.play(Uniform(inst.info, np.random.default_rng(0)))
+
+
+def test_rated_candidates_come_from_the_users_ratings(files):
+    inst = make(files, candidates="rated", warm_start=0.0)
+    env = inst.environment(0)
+    log = files["log"]
+    for step in range(200):
+        user = inst.user[env.event(step)]
+        rated = set(log.item[log.user == user].tolist())
+        if len(rated) >= inst.K:
+            assert set(env.candidates(step).tolist()) <= rated
+
+
+@pytest.mark.parametrize("override,needle", [
+    ({"requires": []}, "requires"),
+    ({"d": 7}, "d = 7"),
+    ({"K": 1}, "K = 1"),
+    ({"K": N_ITEMS + 1}, "K = 26"),
+    ({"order": "random"}, "order"),
+    ({"warm_start": 1.0}, "warm_start"),
+    ({"colour": 1}, "unknown instance key"),
+])
+def test_bad_instance_keys(files, override, needle):
+    with pytest.raises(ConfigError, match=needle):
+        make(files, **override)
+
+
+def test_missing_feature_file_says_to_run_the_data_rules(files, tmp_path):
+    with pytest.raises(DataError, match="run the data rules"):
+        make(files, features=str(tmp_path / "no.h5"),
+             requires=[files["ratings"], str(tmp_path / "no.h5")])
+
+
+def test_info_is_a_linear_problem(files):
+    info = make(files).info
+    assert (info.family, info.d, info.K, info.horizon) == ("linear", K_SVD, 3, 50)

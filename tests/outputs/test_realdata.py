@@ -1,0 +1,81 @@
+"""Real-data outputs: CTR table with CIs and % of the reference, claims, CTR figure."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from dpbandits.outputs import output_files
+from dpbandits.outputs.realdata import (
+    best_per_base,
+    ctr_curve,
+    ctr_frame,
+    ctr_table,
+    evaluate_claim,
+)
+
+CTR = {  # (algorithm, epsilon) -> per-seed CTR
+    ("LinTS", np.nan): [0.70, 0.72, 0.74],
+    ("AdaPrivate-TS", 1.0): [0.63, 0.70, 0.71],
+    ("AdaPrivate-UCB", 1.0): [0.66, 0.69, 0.72],
+    ("AdaC-OFUL-zCDP", 1.0): [0.60, 0.60, 0.63],
+}
+
+
+def summary():
+    rows = []
+    for (alg, eps), values in CTR.items():
+        for seed, v in enumerate(values):
+            rows.append({"algorithm": alg, "epsilon": eps, "seed": seed, "T": 100,
+                         "mean_reward": v, "accept_rate": 0.3 + 0.01 * seed,
+                         "replay_steps": 100 / (0.3 + 0.01 * seed), "log_ctr": 0.5})
+    return pd.DataFrame(rows)
+
+
+def curves():
+    t = np.arange(1, 101)
+    ts = np.cumsum(np.where(t < 40, 0.60, 0.75))  # cumulative reward of rates 0.6 then 0.75
+    ucb = 0.68 * t
+    return [{"algorithm": a, "epsilon": "1", "checkpoints": t, "reward_mean": m,
+             "reward_se": 0.01 * t} for a, m in (("AdaPrivate-TS", ts), ("AdaPrivate-UCB", ucb))]
+
+
+def test_ctr_frame_means_cis_and_reference_percent():
+    frame = ctr_frame(summary(), "LinTS").set_index("algorithm")
+    ts = np.array(CTR[("AdaPrivate-TS", 1.0)])
+    half = stats.t.ppf(0.975, 2) * ts.std(ddof=1) / np.sqrt(3)
+    assert frame.loc["AdaPrivate-TS", "ctr"] == pytest.approx(ts.mean())
+    assert frame.loc["AdaPrivate-TS", "ci95"] == pytest.approx(half)
+    assert frame.loc["AdaPrivate-TS", "pct_of_ref"] == pytest.approx(100 * 2.04 / 2.16)
+    assert frame.loc["AdaPrivate-TS", "accept_rate"] == pytest.approx(0.31)
+
+
+def test_claims_are_evaluated_from_our_numbers():
+    best = best_per_base(ctr_frame(summary(), "LinTS"))
+    rng = evaluate_claim({"text": "r", "kind": "range", "epsilon": 1, "low": 0.6, "high": 0.7,
+                          "algorithms": ["AdaPrivate-TS", "AdaPrivate-UCB"]}, best, [])
+    assert rng["ours"] == "0.680–0.690" and rng["holds"] is True
+    gain = evaluate_claim({"text": "g", "kind": "gain", "epsilon": 1, "algorithm":
+                           "AdaPrivate-TS", "over": "AdaC-OFUL-zCDP"}, best, [])
+    assert gain["ours"].startswith(f"{100 * (0.68 / 0.61 - 1):+.1f}% relative, +7.0 points")
+    top = evaluate_claim({"text": "b", "kind": "best", "algorithm": "AdaPrivate-TS",
+                          "epsilons": [1], "among": ["AdaPrivate-TS", "AdaPrivate-UCB",
+                                                     "AdaC-OFUL-zCDP"]}, best, [])
+    assert top["ours"] == "ε=1: AdaPrivate-UCB" and top["holds"] is False
+    cross = evaluate_claim({"text": "c", "kind": "crossing", "epsilon": 1, "algorithm":
+                            "AdaPrivate-TS", "over": "AdaPrivate-UCB"}, best, curves())
+    assert cross["ours"] == "from counted round 84"  # 0.6·39 + 0.75·(t−39) ≥ 0.68·t ⇔ t ≥ 83.6
+    missing = evaluate_claim({"text": "m", "kind": "gain", "epsilon": 10, "algorithm":
+                              "AdaPrivate-TS", "over": "AdaC-OFUL-zCDP"}, best, [])
+    assert missing["ours"] == "not run"
+
+
+def test_table_and_figure_files(tmp_path):
+    opts = {"reference": "LinTS", "published": "realdata:ts_movielens"}
+    written = ctr_table("ts_movielens", {}, summary(), curves(), tmp_path, **opts)
+    assert sorted(str(p.relative_to(tmp_path)) for p in written) == \
+        sorted(output_files("ts_movielens", {"kind": "ctr_table", **opts}))
+    md = (tmp_path / "tables" / "ts_movielens_claims.md").read_text()
+    assert "71.7-72.6%" in md and "not run" in md
+    figs = ctr_curve("ts_movielens", {}, summary(), curves(), tmp_path, epsilon=1.0)
+    assert all(p.stat().st_size > 0 for p in figs)

@@ -1,0 +1,100 @@
+# Real data: download → verify → extract → parse → svd under config["data"]["root"]
+# (default results/data). Archives placed by hand at <root>/archives/<file> are used as they are
+# (after verification). Replay instances list the files they read under `requires:`.
+import re
+import sys
+
+from dpbandits.errors import DPBanditsError
+from dpbandits.data.layout import archive_path, features_path, ratings_path, raw_dir, stamp_path
+from dpbandits.data.registry import archives, check_data_config, datasets, stems
+
+try:
+    _DATA_CFG = check_data_config(config.get("data"))
+except DPBanditsError as exc:
+    sys.stderr.write(f"dpbandits: error: {exc}\n")
+    sys.exit(2)
+DATA_ROOT = _DATA_CFG["root"]
+_ARCHIVE_BY_STEM = {spec.stem: name for name, spec in archives().items()}
+
+
+def _alternatives(names):
+    return "|".join(re.escape(n) for n in names)
+
+
+_ARCHIVE_RE = _alternatives(archives())
+_STEM_RE = _alternatives(_ARCHIVE_BY_STEM)
+_DATASET_RE = _alternatives(datasets())
+
+
+rule data_download:
+    output:
+        str(archive_path(DATA_ROOT, "{archive}")),
+    wildcard_constraints:
+        archive=_ARCHIVE_RE,
+    log:
+        f"{DATA_ROOT}/logs/download_{{archive}}.log",
+    resources:
+        runtime=120,
+    script:
+        "../scripts/data_download.py"
+
+
+rule data_verify:
+    input:
+        archive=str(archive_path(DATA_ROOT, "{archive}")),
+    output:
+        str(stamp_path(DATA_ROOT, "{archive}")),
+    wildcard_constraints:
+        archive=_ARCHIVE_RE,
+    log:
+        f"{DATA_ROOT}/logs/verify_{{archive}}.log",
+    script:
+        "../scripts/data_verify.py"
+
+
+rule data_extract:
+    input:
+        archive=lambda wc: str(archive_path(DATA_ROOT, _ARCHIVE_BY_STEM[wc.stem])),
+        stamp=lambda wc: str(stamp_path(DATA_ROOT, _ARCHIVE_BY_STEM[wc.stem])),
+    output:
+        directory(str(raw_dir(DATA_ROOT, "{stem}"))),
+    wildcard_constraints:
+        stem=_STEM_RE,
+    log:
+        f"{DATA_ROOT}/logs/extract_{{stem}}.log",
+    script:
+        "../scripts/data_extract.py"
+
+
+rule data_parse:
+    input:
+        lambda wc: [str(raw_dir(DATA_ROOT, s)) for s in stems(wc.dataset).values()],
+    output:
+        str(ratings_path(DATA_ROOT, "{dataset}")),
+    wildcard_constraints:
+        dataset=_DATASET_RE,
+    params:
+        raw_dirs=lambda wc: {f: str(raw_dir(DATA_ROOT, s)) for f, s in stems(wc.dataset).items()},
+    log:
+        f"{DATA_ROOT}/logs/parse_{{dataset}}.log",
+    resources:
+        mem_mb=4000,
+    script:
+        "../scripts/data_parse.py"
+
+
+rule data_svd:
+    input:
+        str(ratings_path(DATA_ROOT, "{dataset}")),
+    output:
+        str(features_path(DATA_ROOT, "{dataset}", "{k}")),
+    wildcard_constraints:
+        dataset=_DATASET_RE,
+        k=r"[1-9][0-9]*",
+    log:
+        f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}.log",
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    script:
+        "../scripts/data_svd.py"
