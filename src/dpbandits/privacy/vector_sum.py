@@ -1,0 +1,173 @@
+"""Shuffle-model vector summation P_vec (Cheu–Joseph–Mao–Peng 2022; glm spec §5.5).
+
+Each user encodes every coordinate of v (|v_j| ≤ ‖v‖ ≤ L) in unary with randomised rounding
+into 2g bits and adds b Bernoulli(p) blanket bits; the shuffler permutes all messages; the
+analyzer counts ones per coordinate. `vector_sum` samples the analyzer's output directly
+(exact in distribution); `randomize`, `shuffle` and `analyze` are the explicit protocol.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpbandits.errors import ConfigError
+
+CB_THEORY = 24.0e4
+CB_PRACTICAL = 1.0
+LOG_ARGS = ("theory", "practical")
+BLANKET_P = 0.25
+MAX_EPSILON = 15.0
+EXACT_BINOMIAL_MAX = 1e15
+
+
+@dataclass(frozen=True)
+class VectorSumParams:
+    """Protocol parameters for n users, dimension D, norm bound L, target (ε, δ)."""
+
+    n: int
+    dim: int
+    bound: float
+    epsilon: float
+    delta: float
+    g: int
+    b: int
+    p: float = BLANKET_P
+
+    @property
+    def messages_per_user(self) -> int:
+        return self.dim * (2 * self.g + self.b)
+
+    @property
+    def noise_sd(self) -> float:
+        """σ̃ = (L/g)·√(n(3b/16 + 1/4)): upper bound on the per-coordinate std (spec §5.5)."""
+        return self.bound / self.g * math.sqrt(self.n * (self.b * self.p * (1 - self.p) + 0.25))
+
+    def variance(self, frac: np.ndarray) -> np.ndarray:
+        """Exact per-coordinate variance given the users' fractional parts f (n × D)."""
+        rounding = np.sum(frac * (1.0 - frac), axis=0)
+        return (self.bound / self.g) ** 2 * (self.n * self.b * self.p * (1 - self.p) + rounding)
+
+
+def vector_sum_params(n: int, dim: int, bound: float, epsilon: float, delta: float, *,
+                      c_b: float = CB_THEORY, log_arg: str = "theory") -> VectorSumParams:
+    """g = ⌈max(2√n, D, 4)⌉, b = ⌈c_b g² ln²(arg)/(ε² n)⌉ with arg = 4(D²+1)/δ or D/δ (§5.5)."""
+    if int(n) != n or n < 1:
+        raise ConfigError(f"n = {n!r} is not allowed; must be an integer >= 1")
+    if int(dim) != dim or dim < 1:
+        raise ConfigError(f"dim = {dim!r} is not allowed; must be an integer >= 1")
+    if not (math.isfinite(bound) and bound > 0):
+        raise ConfigError(f"bound = {bound!r} is not allowed; must be a finite number > 0")
+    if not (math.isfinite(epsilon) and 0 < epsilon <= MAX_EPSILON):
+        raise ConfigError(f"epsilon = {epsilon!r} is not allowed for vector summation; "
+                          f"must be in (0, {MAX_EPSILON}]")
+    if not 0 < delta < 1:
+        raise ConfigError(f"delta = {delta!r} is not allowed; must be in (0, 1)")
+    if not (math.isfinite(c_b) and c_b > 0):
+        raise ConfigError(f"c_b = {c_b!r} is not allowed; must be a finite number > 0")
+    if log_arg not in LOG_ARGS:
+        raise ConfigError(f"log_arg = {log_arg!r} is not allowed; allowed: {', '.join(LOG_ARGS)}")
+    n, dim = int(n), int(dim)
+    g = math.ceil(max(2.0 * math.sqrt(n), dim, 4))
+    arg = 4.0 * (dim * dim + 1) / delta if log_arg == "theory" else dim / delta
+    b = math.ceil(c_b * g * g * math.log(arg) ** 2 / (epsilon * epsilon * n))
+    return VectorSumParams(n, dim, float(bound), float(epsilon), float(delta), g, max(b, 1))
+
+
+def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
+    v = np.atleast_2d(np.asarray(vectors, dtype=float))
+    if v.shape != (params.n, params.dim):
+        raise ValueError(f"vectors have shape {v.shape}; expected ({params.n}, {params.dim})")
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    if norms.size and norms.max() > params.bound * (1 + 1e-9):
+        raise ValueError(f"a user's vector has norm {norms.max():.6g} > bound {params.bound}")
+    return v
+
+
+def _rounded_levels(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """ȳ = ⌊w g/L⌋ + Bernoulli(frac), w = v + L: integer levels in {0..2g} and the fractions."""
+    scaled = np.clip((v + params.bound) * (params.g / params.bound), 0.0, 2.0 * params.g)
+    base = np.floor(scaled)
+    frac = scaled - base
+    levels = base.astype(np.int64) + (rng.random(v.shape) < frac)
+    return levels, frac
+
+
+def randomize(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator) -> np.ndarray:
+    """One user's messages: rows (coordinate tag, bit); ȳ_j ones, 2g − ȳ_j zeros, b blanket bits."""
+    v = np.asarray(v, dtype=float).reshape(1, -1)
+    one = VectorSumParams(1, params.dim, params.bound, params.epsilon, params.delta,
+                          params.g, params.b, params.p)
+    _check_vectors(v, one)
+    levels, _ = _rounded_levels(v, params, rng)
+    per = 2 * params.g + params.b
+    tags = np.repeat(np.arange(params.dim), per)
+    bits = np.zeros((params.dim, per), dtype=np.int8)
+    for j in range(params.dim):
+        bits[j, : levels[0, j]] = 1
+        bits[j, 2 * params.g:] = rng.random(params.b) < params.p
+    return np.column_stack([tags, bits.ravel()])
+
+
+def shuffle(messages: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The shuffler: a uniformly random permutation of all users' messages."""
+    return messages[rng.permutation(len(messages))]
+
+
+def analyze(messages: np.ndarray, params: VectorSumParams) -> np.ndarray:
+    """ŝ_j = (L/g)(Y_j − p·b·n) − nL with Y_j the ones tagged j: unbiased for Σ_u v_{u,j}."""
+    counts = np.bincount(messages[:, 0], weights=messages[:, 1], minlength=params.dim)
+    scale = params.bound / params.g
+    return scale * (counts - params.p * params.b * params.n) - params.n * params.bound
+
+
+def run_protocol(vectors: np.ndarray, params: VectorSumParams,
+                 rng: np.random.Generator) -> np.ndarray:
+    """The explicit protocol R → S → A (for small n·D·(2g + b) only)."""
+    v = _check_vectors(vectors, params)
+    msgs = np.vstack([randomize(row, params, rng) for row in v])
+    return analyze(shuffle(msgs, rng), params)
+
+
+def vector_sum(vectors: np.ndarray, params: VectorSumParams,
+               rng: np.random.Generator) -> np.ndarray:
+    """Analyzer output sampled directly: Y_j = Σ_u ȳ_{u,j} + Binomial(n·b, p) (spec §5.5).
+
+    The permutation does not change the counts. Above 1e15 trials the blanket count is drawn
+    from its normal approximation.
+    """
+    v = _check_vectors(vectors, params)
+    levels, _ = _rounded_levels(v, params, rng)
+    trials = params.n * params.b
+    mean = params.p * trials
+    if trials <= EXACT_BINOMIAL_MAX:
+        blanket = rng.binomial(trials, params.p, size=params.dim).astype(float) - mean
+    else:
+        blanket = rng.normal(0.0, math.sqrt(trials * params.p * (1 - params.p)), params.dim)
+    scale = params.bound / params.g
+    return scale * (levels.sum(axis=0).astype(float) + blanket) - params.n * params.bound
+
+
+def upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row/column indices of the D = d(d+1)/2 upper-triangular entries (with the diagonal)."""
+    return np.triu_indices(d)
+
+
+def sym_sum(points: np.ndarray, weights: np.ndarray | None, bound: float, epsilon: float,
+            delta: float, rng: np.random.Generator, *, c_b: float = CB_THEORY,
+            log_arg: str = "theory") -> tuple[np.ndarray, VectorSumParams]:
+    """SymSum: shuffle-private Σ_u w_u x_u x_uᵀ from the upper triangles (spec §5.3, §5.5)."""
+    x = np.atleast_2d(np.asarray(points, dtype=float))
+    n, d = x.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    rows, cols = upper_indices(d)
+    vectors = w[:, None] * x[:, rows] * x[:, cols]
+    params = vector_sum_params(n, len(rows), bound, epsilon, delta, c_b=c_b, log_arg=log_arg)
+    est = vector_sum(vectors, params, rng)
+    out = np.zeros((d, d))
+    out[rows, cols] = est
+    out[cols, rows] = est
+    return out, params

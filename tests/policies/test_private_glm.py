@@ -1,0 +1,231 @@
+"""Private-GLM, Algorithm 2 (glm spec §4; §7 items 10, 16–21)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits.errors import ConfigError
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.instances.glm import GLMInstance
+from dpbandits.links import get_link
+from dpbandits.policies import private_glm as pg
+from dpbandits.policies.base import make_policy
+from dpbandits.privacy import accountant
+from dpbandits.privacy.dpsgd import strict_sigma
+from dpbandits.privacy.zcdp import epsilon_from_rho
+
+DELTA = 0.02
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("DPBANDITS_CACHE", str(tmp_path_factory.getbasetemp() / "acc-cache"))
+    accountant.clear_memo()
+    yield
+    accountant.clear_memo()
+
+
+# (d, T, S, κ, κ*) of the §1.4 instances; per ε: λ, λ_max, λ_min, c₂; then γ, β, c₁, thr_w.
+TABLE2 = {4: (232.806, 384.097, 81.5152, 8), 6: (165.566, 266.427, 64.7051, 9),
+          8: (131.946, 207.591, 56.3001, 9)}
+FIG1A = {1: (645.183, 1087.12, 203.242, 7), 2: (350.556, 571.526, 129.585, 7),
+         4: (203.242, 313.727, 92.7564, 7), 8: (129.585, 184.828, 74.3422, 6)}
+FIG1B = {1: (858.694, 1463.86, 253.530, 8), 2: (455.251, 757.833, 152.669, 7),
+         4: (253.530, 404.821, 102.239, 7), 8: (152.669, 228.314, 77.0233, 6)}
+CONFIGS = [
+    ((3, 5000, 2.0, 18.3936699115, 2.5066282747), TABLE2, (12.2127, 24.4254, 3, 0.453054)),
+    ((3, 5000, 2.5, 56.4360057458, 2.5066282747), TABLE2, (15.2659, 24.4254, 16, 0.0945023)),
+    ((3, 5000, 3.0, 222.1475133947, 2.5066282748), TABLE2, (18.3191, 24.4254, 95, 0.0166723)),
+    ((5, 15000, 3.5, 33.7624543080, 4.0), FIG1A, (28.7851, 32.8972, 67, 0.0483571)),
+    ((5, 5000, 3.0, 193.1841005125, 2.5066282746), FIG1B, (23.6498, 31.5331, 230, 0.0115031)),
+]
+
+
+@pytest.mark.parametrize("inst, per_eps, common", CONFIGS)
+def test_parameter_table(inst: tuple, per_eps: dict, common: tuple) -> None:
+    """Spec §4.1 test values (printed to 6 significant digits)."""
+    d, horizon, S, kappa, kappa_star = inst
+    for eps, (lam, lam_max, lam_min, c2) in per_eps.items():
+        c = pg.private_glm_constants(d, horizon, S, 1.0, kappa, kappa_star, eps, DELTA, DELTA)
+        assert (c.lam, c.lam_max, c.lam_min) == pytest.approx((lam, lam_max, lam_min), rel=1e-5)
+        assert (c.gamma, c.beta, c.thr_w) == pytest.approx(
+            (common[0], common[1], common[3]), rel=1e-5)
+        assert (c.c1, c.c2) == (common[2], c2)
+        assert c.f_sw == pytest.approx(1.4108439 if d == 3 else 1.3295085, rel=1e-7)
+
+
+def _info(S: float = 2.0, d: int = 3, horizon: int = 5000, family: str = "probit",
+          **kw: float) -> ProblemInfo:
+    link = get_link(family)
+    base = dict(family=family, d=d, K=20, horizon=horizon, S=S, R=1.0, kappa=18.39,
+                kappa_star=2.5066, kappa_pub=link.kappa_public(S),
+                kappa_star_pub=link.kappa_star_public)
+    base.update(kw)
+    return ProblemInfo(**base)  # type: ignore[arg-type]
+
+
+def test_strict_example() -> None:
+    """Spec §4.8: ε = 4, δ = 0.02, T = 5000 probit S = 2."""
+    pol = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA)
+    assert pol.rho_total == pytest.approx(0.697139, rel=1e-5)
+    assert pol.sigma_v == pytest.approx(8.96261, rel=1e-5)
+    assert pol.sigma_h == pytest.approx(1.31538, rel=1e-5)
+    assert pol.const.c2 == 8
+    assert strict_sigma(pol.rho_fit2) == pytest.approx(17.2732, rel=1e-5)
+    assert 2 * 0.2 * strict_sigma(pol.rho_fit2) == pytest.approx(6.909, rel=1e-4)
+
+
+def test_strict_uses_no_instance_quantity() -> None:
+    """Strict constants and noise scales ignore the instance κ, κ* (spec §4.8 S2, S3)."""
+    a = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=3.0, delta=DELTA)
+    b = pg.PrivateGLM(_info(kappa=1e9, kappa_star=123.0), np.random.default_rng(0),
+                      epsilon=3.0, delta=DELTA)
+    assert a.const == b.const
+    assert (a.sigma_v, a.sigma_h, a.rho_fit1, a.rho_fit2) == (
+        b.sigma_v, b.sigma_h, b.rho_fit1, b.rho_fit2)
+    paper = pg.PrivateGLM(_info(kappa=1e3), np.random.default_rng(0), epsilon=3.0,
+                          delta=DELTA, accounting="paper")
+    assert paper.const.kappa == 1e3  # paper mode does use the instance value
+
+
+def test_generalised_eigenvalue() -> None:
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(3, 3))
+    b = a @ a.T + 3 * np.eye(3)
+    f_sw = pg.private_glm_constants(3, 5000, 2.0, 1.0, 18.4, 2.5, 4.0, DELTA, DELTA).f_sw
+    assert pg.gen_eig_max(1.5 * b, b) > f_sw
+    assert pg.gen_eig_max(1.4 * b, b) < f_sw
+    assert pg.gen_eig_max(np.eye(3), -np.eye(3)) == math.inf  # Cholesky failure → switch
+    for _ in range(20):
+        m = rng.normal(size=(3, 3))
+        c = m @ m.T + 0.5 * np.eye(3)
+        vals, vecs = np.linalg.eigh(b)
+        assert pg.gen_eig_max_whitened(c, vals, vecs) == pytest.approx(
+            pg.gen_eig_max(c, b), rel=1e-9)
+
+
+def _forced_run(accounting: str, monkeypatch) -> tuple[pg.PrivateGLM, GLMInstance]:
+    """Large κ (tiny Criterion-I threshold) and large κ* (c₂ = 1): both cutoffs are reached."""
+    inst = GLMInstance("logistic", 2, 5, 1.0, 600, 3)
+    info = dataclasses.replace(inst.info, kappa=2000.0, kappa_star=100.0,
+                               kappa_pub=2000.0, kappa_star_pub=100.0)
+    pol = pg.PrivateGLM(info, np.random.default_rng(0), epsilon=50.0, delta=DELTA,
+                        accounting=accounting)
+    checks = []
+    original = pg.gen_eig_max_whitened
+
+    def watched(*args):
+        assert not pol.stop2, "Criterion II checked after its cutoff"
+        checks.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(pg, "gen_eig_max_whitened", watched)
+    pol.run(inst.environment(0))
+    assert checks
+    return pol, inst
+
+
+@pytest.mark.parametrize("accounting", ["paper", "strict"])
+def test_cutoffs_and_stopping(accounting: str, monkeypatch) -> None:
+    pol, inst = _forced_run(accounting, monkeypatch)
+    c, horizon = pol.const, inst.horizon
+    assert (c.c1, c.c2) == (26, 1)
+    assert pol.n1 == c.c1 and pol.stop1 and pol.discarded > 0
+    assert pol.n2 == c.c2 and pol.stop2 and len(pol.switch_times) == c.c2
+    ev = pol.events()
+    assert np.sum(ev["fit_kind"] == 0) == c.c1 and np.sum(ev["fit_kind"] == 1) == c.c2
+    assert pol.vtree.count == pol.htree.count == horizon
+    warm = len(pol.warmup_times)
+    assert warm == pol.n1 + pol.discarded
+    assert pol.n_w == c.c1
+    if accounting == "paper":  # Criterion-I samples also go to Z_nw (the authors' code)
+        assert pol.n_nw == horizon - pol.discarded
+    else:  # strict: Z_nw = [t] \ T_o
+        assert pol.n_nw == horizon - warm
+        assert np.linalg.norm(pol.theta_w) <= inst.S + 1e-12
+
+
+def test_paper_ledger_reports_claimed_and_actual(monkeypatch) -> None:
+    pol, _ = _forced_run("paper", monkeypatch)
+    eps, ledger = 50.0, pol.ledger
+    assert ledger is not None
+    by = {}
+    for e in ledger.entries:
+        by.setdefault(e.component, []).append(e)
+    v = by["V-tree"][0]
+    assert v.sensitivity == pytest.approx(math.sqrt(2)) and v.epsilon > eps / 3
+    assert "claimed" in v.note
+    fits = by["theta_w fits"] + by["theta_tau fits"]
+    assert len(fits) == pol.n1 + pol.n2
+    for e in fits:
+        claimed = float(e.note.split("claimed (")[1].split(",")[0])
+        assert e.epsilon > claimed  # σ/2 under replace-one
+    spent, delta = ledger.spent()
+    assert spent == pytest.approx(pol._paper_actual_total()[0])
+    assert ledger.declared is not None and "paper" in ledger.declared[2]
+    d = pol.diagnostics()
+    assert d["epsilon_claimed_worst"] == pytest.approx(4 * eps / 3)
+    assert d["epsilon_actual"] == pytest.approx(spent)
+
+
+def test_strict_ledger_never_exceeds_the_budget() -> None:
+    """Randomised: ε ∈ [0.5, 10], T ∈ [100, 5000], d ∈ {2, 3, 5}, both families."""
+    rng = np.random.default_rng(20240607)
+    for case in range(6):
+        eps = float(rng.uniform(0.5, 10.0))
+        horizon = int(np.exp(rng.uniform(np.log(100), np.log(5000))))
+        d = int(rng.choice([2, 3, 5]))
+        family = ["probit", "logistic"][case % 2]
+        S = float(rng.uniform(1.0, 4.0))
+        inst = GLMInstance(family, d, 4, S, horizon, int(rng.integers(1 << 30)))
+        pol = make_policy("Private-GLM", inst.info, np.random.default_rng(case), epsilon=eps,
+                          delta=DELTA, accounting="strict")
+        pol.run(inst.environment(0))  # calls ledger.check()
+        ledger = pol.ledger
+        assert ledger.rho_spent <= pol.rho_total * (1 + 1e-12)
+        spent_eps, spent_delta = ledger.spent()
+        assert spent_eps <= eps * (1 + 1e-12) and spent_delta <= DELTA
+        c = pol.const
+        worst = 2 * pol.rho_tree + c.c1 * pol.rho_fit1 + c.c2 * pol.rho_fit2
+        assert worst <= pol.rho_total * (1 + 1e-12)
+        assert epsilon_from_rho(worst, DELTA) <= eps * (1 + 1e-12)
+        assert pol.n1 <= c.c1 and pol.n2 <= c.c2
+        assert pol.vtree.count == pol.htree.count == horizon
+        assert pol.n_nw == horizon - len(pol.warmup_times)
+
+
+def test_no_warmup_at_the_tightest_paper_settings() -> None:
+    """Table 2 S = 3, ε = 8 has the smallest 1/thr_w margin: Criterion I never fires (§7.18)."""
+    inst = GLMInstance("probit", 3, 20, 3.0, 5000, 109832)
+    pol = make_policy("Private-GLM", inst.info, np.random.default_rng(1), epsilon=8.0,
+                      delta=DELTA, accounting="paper")
+    result = pol.run(inst.environment(0))
+    assert pol.n1 == 0 and len(pol.warmup_times) == 0
+    assert 1 <= pol.n2 <= pol.const.c2
+    assert result.regret.min() >= 0
+
+
+def test_negligible_noise_matches_noiseless() -> None:
+    inst = GLMInstance("probit", 3, 10, 2.0, 1200, 5)
+    regrets = []
+    for noiseless in (False, True):
+        pol = pg.PrivateGLM(inst.info, np.random.default_rng(0), epsilon=1e6, delta=DELTA,
+                            accounting="paper", noiseless=noiseless)
+        regrets.append(pol.run(inst.environment(0)).regret.sum())
+    assert regrets[0] == pytest.approx(regrets[1], rel=0.02)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"epsilon": 0.0}, {"epsilon": -2.0}, {"epsilon": None}, {"delta": 0.0}, {"delta": 1.0},
+    {"delta": 1.5}, {"accounting": "loose"}, {"clip": -1.0}, {"surprise": 1},
+    {"noiseless": True}, {"strict_burn_in": 12}, {"accountant_engine": "x"},
+])
+def test_bad_input_is_one_line(kwargs: dict) -> None:
+    args = {"epsilon": 4.0, "delta": DELTA, **kwargs}
+    with pytest.raises(ConfigError) as err:
+        pg.PrivateGLM(_info(), np.random.default_rng(0), **args)
+    assert "\n" not in str(err.value)

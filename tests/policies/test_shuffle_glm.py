@@ -1,0 +1,114 @@
+"""Shuffle-GLM, Algorithm 1 (glm spec §5; §7 items 22, 26)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits.errors import ConfigError
+from dpbandits.instances.glm import GLMInstance
+from dpbandits.policies import shuffle_glm as sg
+from dpbandits.policies.base import make_policy
+
+DELTA = 0.02
+
+
+@pytest.mark.parametrize("horizon", [1000, 20000, 10**6])
+def test_batch_schedule(horizon: int) -> None:
+    m = sg.n_batches_default(horizon)
+    assert m == math.ceil(math.log2(math.log2(horizon))) + 1
+    alpha = sg.alpha_default(horizon, m)
+    first = sg.warmup_length(horizon, 3, 2.0, 20.0, 12.0, alpha, cap=True)
+    assert first == min(max(90, math.ceil(math.sqrt(horizon))), horizon // 4)
+    lengths = sg.batch_schedule(horizon, first, alpha, m)
+    assert sum(lengths) == horizon and len(lengths) <= m
+    nominal = [first, math.ceil(alpha)]
+    for _ in range(3, m + 1):
+        nominal.append(math.ceil(alpha * math.sqrt(nominal[-1])))
+    assert abs(nominal[-1] - horizon) <= 0.01 * horizon  # nominal B_M ≈ T
+    assert lengths[:-1] == nominal[: len(lengths) - 1]
+
+
+def test_uncapped_warmup_is_huge_and_schedule_extends() -> None:
+    alpha = sg.alpha_default(5000, 4)
+    assert sg.warmup_length(5000, 3, 3.0, 225.0, 18.0, alpha, cap=False) == 5000
+    assert sg.batch_schedule(100, 10, 2.0, 3) == [10, 2, 88]  # last batch extended to T
+
+
+def _policy(horizon: int, eps: float, **params) -> tuple[sg.ShuffleGLM, GLMInstance]:
+    inst = GLMInstance("logistic", 3, 10, 2.0, horizon, 4)
+    pol = make_policy("Shuffle-GLM", inst.info, np.random.default_rng(0), epsilon=eps,
+                      delta=DELTA, **params)
+    return pol, inst
+
+
+def test_elimination_never_empties() -> None:
+    pol, _ = _policy(2000, 2.0)
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        k = int(rng.integers(1, 4))
+        pol.theta = [rng.normal(size=3) * 3 for _ in range(k)]
+        pol.gram_eig = [(rng.uniform(0.01, 5, 3), np.linalg.qr(rng.normal(size=(3, 3)))[0])
+                        for _ in range(k)]
+        arms = rng.normal(size=(int(rng.integers(1, 12)), 3)) * 0.5
+        alive = pol._survivors(arms)
+        assert alive.size >= 1
+        best = [int(np.argmax(arms[alive] @ t)) for t in pol.theta[-1:]]
+        assert all(0 <= b < alive.size for b in best)
+
+
+def test_run_ledger_and_batches() -> None:
+    pol, inst = _policy(1200, 4.0, gd_max_iters=300)
+    result = pol.run(inst.environment(0))
+    assert result.regret.shape == (1200,) and result.regret.min() >= 0
+    assert pol.batch == len(pol.lengths)
+    assert len(pol.theta) == len(pol.lengths) - 1
+    ledger = pol.ledger
+    assert ledger is not None and ledger.declared is not None
+    eps, delta = ledger.spent()
+    assert eps <= 4.0 * (1 + 1e-9) and delta <= DELTA * (1 + 1e-9)
+    comps = [e.component for e in ledger.entries]
+    assert comps.count("batch 1 Gram matrix") == 1 and "batch 2 estimate" in comps
+    for e in ledger.entries:
+        if "estimate" in e.component:
+            assert e.epsilon <= 2.0 * (1 + 1e-9)
+    assert np.all(result.events["survivors"] >= 1)
+    assert np.all([np.linalg.norm(t) <= 2.0 + 1e-12 for t in pol.theta])
+
+
+def test_practical_constant_declares_no_guarantee() -> None:
+    pol, inst = _policy(400, 2.0, c_b=1.0, log_arg="practical", gd_max_iters=50)
+    pol.run(inst.environment(0))
+    assert pol.ledger.spent()[0] == math.inf
+
+
+def test_regret_is_sublinear_with_negligible_noise() -> None:
+    """ε huge, B₁ capped, practical constant (spec §7 item 26).
+
+    Shortened horizon, so λ's data-free part and γ are scaled down (the defaults need
+    T ≈ 2·10⁴ before elimination bites; see benchmarks/bench_private_glm.py).
+    """
+    pol, inst = _policy(3000, 1e6, c_b=1.0, log_arg="practical", gd_max_iters=300,
+                        lambda_base=1.0, gamma=1.0)
+    regret = pol.run(inst.environment(0)).regret
+    assert regret[1500:].mean() < regret[:1500].mean()
+
+
+@pytest.mark.parametrize("params", [
+    {"n_batches": 0}, {"alpha": -1.0}, {"batch_growth": "cubic"}, {"c_b": 0.0},
+    {"log_arg": "x"}, {"gd_step": "y"}, {"warmup_length": 0}, {"design_tol": 2.0},
+    {"gd_max_iters": 0}, {"scale_sqrt": "yes"}, {"nope": 1},
+])
+def test_bad_params(params: dict) -> None:
+    with pytest.raises(ConfigError) as err:
+        _policy(100, 2.0, **params)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("eps, delta", [(0.0, DELTA), (-1.0, DELTA), (2.0, 0.0), (2.0, 1.0)])
+def test_bad_budget(eps: float, delta: float) -> None:
+    inst = GLMInstance("logistic", 3, 10, 2.0, 100, 4)
+    with pytest.raises(ConfigError):
+        make_policy("Shuffle-GLM", inst.info, np.random.default_rng(0), epsilon=eps, delta=delta)

@@ -1,0 +1,102 @@
+"""Shuffle vector summation P_vec and SymSum (glm spec §5.5, §7 item 24)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits.errors import ConfigError
+from dpbandits.privacy.vector_sum import (
+    run_protocol,
+    sym_sum,
+    vector_sum,
+    vector_sum_params,
+)
+
+
+def test_parameters_hand_computed() -> None:
+    """n = 100, D = 6, ε = 1, δ = 0.01, c_b = 1, log D/δ: g = 20, b = ⌈4·ln²(600)⌉ = 164."""
+    p = vector_sum_params(100, 6, 1.0, 1.0, 0.01, c_b=1.0, log_arg="practical")
+    assert (p.g, p.b) == (20, 164)
+    assert p.noise_sd == pytest.approx(1 / 20 * math.sqrt(100 * (3 * 164 / 16 + 0.25)))
+    theory = vector_sum_params(100, 6, 1.0, 1.0, 0.01)
+    assert theory.b == math.ceil(24e4 * 400 * math.log(4 * 37 / 0.01) ** 2 / 100)
+
+
+def _vectors(rng: np.random.Generator, n: int, dim: int, bound: float) -> np.ndarray:
+    v = rng.normal(size=(n, dim))
+    return v / np.linalg.norm(v, axis=1, keepdims=True) * bound * rng.random((n, 1))
+
+
+def test_unbiased_with_the_stated_variance() -> None:
+    rng = np.random.default_rng(0)
+    n, dim, bound = 20, 3, 2.0
+    v = _vectors(rng, n, dim, bound)
+    p = vector_sum_params(n, dim, bound, 2.0, 1e-3, c_b=1.0, log_arg="practical")
+    runs = np.array([vector_sum(v, p, rng) for _ in range(10_000)])
+    truth = v.sum(axis=0)
+    scaled = (v + bound) * p.g / bound
+    var = p.variance(scaled - np.floor(scaled))
+    assert np.all(var <= p.noise_sd**2)
+    se_mean = np.sqrt(var / len(runs))
+    assert np.all(np.abs(runs.mean(axis=0) - truth) < 4 * se_mean)
+    rel_se = math.sqrt(2.0 / (len(runs) - 1))
+    assert np.all(np.abs(runs.var(axis=0, ddof=1) / var - 1) < 5 * rel_se)
+
+
+def test_explicit_protocol_matches_the_shortcut_in_distribution() -> None:
+    rng = np.random.default_rng(1)
+    n, dim, bound = 3, 2, 1.0
+    v = _vectors(rng, n, dim, bound)
+    p = vector_sum_params(n, dim, bound, 15.0, 0.1, c_b=1.0, log_arg="practical")
+    explicit = np.array([run_protocol(v, p, rng) for _ in range(3000)])
+    short = np.array([vector_sum(v, p, rng) for _ in range(3000)])
+    scaled = (v + bound) * p.g / bound
+    sd = np.sqrt(p.variance(scaled - np.floor(scaled)))
+    for sample in (explicit, short):
+        assert np.all(np.abs(sample.mean(axis=0) - v.sum(axis=0)) < 4 * sd / math.sqrt(3000))
+    diff = explicit.mean(axis=0) - short.mean(axis=0)
+    assert np.all(np.abs(diff) < 5 * sd * math.sqrt(2 / 3000))
+    ratio = explicit.var(axis=0, ddof=1) / short.var(axis=0, ddof=1)
+    assert np.all(np.abs(ratio - 1) < 5 * math.sqrt(4 / 3000))
+
+
+def test_messages_per_user() -> None:
+    p = vector_sum_params(4, 2, 1.0, 15.0, 0.1, c_b=1.0, log_arg="practical")
+    from dpbandits.privacy.vector_sum import randomize
+
+    msgs = randomize(np.array([0.3, -0.4]), p, np.random.default_rng(2))
+    assert msgs.shape == (p.messages_per_user, 2)
+    assert set(np.unique(msgs[:, 1])) <= {0, 1}
+
+
+def test_bounded_inputs_enforced() -> None:
+    p = vector_sum_params(2, 2, 1.0, 1.0, 0.01)
+    with pytest.raises(ValueError):
+        vector_sum(np.array([[1.0, 0.5], [0.0, 0.0]]), p, np.random.default_rng(0))
+
+
+def test_sym_sum_is_symmetric_and_unbiased() -> None:
+    rng = np.random.default_rng(3)
+    x = _vectors(rng, 30, 3, 1.0)
+    w = rng.random(30) * 0.4
+    truth = (x * w[:, None]).T @ x
+    draws = []
+    for _ in range(2000):
+        m, p = sym_sum(x, w, 0.4, 4.0, 0.01, rng, c_b=1.0, log_arg="practical")
+        assert np.array_equal(m, m.T)
+        draws.append(m)
+    mean = np.mean(draws, axis=0)
+    assert np.all(np.abs(mean - truth) < 5 * p.noise_sd / math.sqrt(2000))
+
+
+@pytest.mark.parametrize("kwargs", [{"epsilon": 0.0}, {"epsilon": 16.0}, {"delta": 1.0},
+                                    {"n": 0}, {"bound": -1.0}, {"log_arg": "nope"},
+                                    {"c_b": 0.0}])
+def test_bad_parameters(kwargs: dict) -> None:
+    args = {"n": 5, "dim": 2, "bound": 1.0, "epsilon": 1.0, "delta": 0.01, **kwargs}
+    extra = {k: args.pop(k) for k in ("log_arg", "c_b") if k in args}
+    with pytest.raises(ConfigError):
+        vector_sum_params(**args, **extra)
