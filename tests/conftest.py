@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import os
+
+# One BLAS thread: shards are bitwise identical either way, and oversubscribed BLAS threads
+# slow scipy's solvers badly on a loaded machine.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 import shutil
 import subprocess
 import sys

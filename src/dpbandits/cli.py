@@ -6,9 +6,9 @@ import argparse
 import importlib
 import json
 import logging
-import os
 import pkgutil
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,8 +62,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"--out folder {str(out.parent)!r} cannot be created: "
                           f"{exc.strerror}") from None
-    if not os.access(out.parent, os.W_OK):
-        raise ConfigError(f"--out folder {str(out.parent)!r} is not writable")
+    try:
+        with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.probe"):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--out folder {str(out.parent)!r} is not writable: "
+                          f"{exc.strerror}") from None
     data = run_shard(spec, progress=args.verbose)
     write_shard(out, data)
     print(f"{out}: {len(data.trials)} trial(s), final regret "

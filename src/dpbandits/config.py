@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,10 +61,25 @@ def describe_error(error: jsonschema.ValidationError) -> str:
     return f"config error at {where}: {error.message}"
 
 
+def _reject_non_finite(value: Any, path: list[str]) -> None:
+    """NaN and ±inf pass JSON-schema bounds (every comparison is false): refuse them here."""
+    if isinstance(value, float) and not math.isfinite(value):
+        where = "/".join(path) or "<top level>"
+        raise ConfigError(f"config error at {where}: {value!r} is not allowed; must be a finite "
+                          "number")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _reject_non_finite(item, [*path, str(key)])
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _reject_non_finite(item, [*path, str(index)])
+
+
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     """Validate against the schema, filling defaults in place; one clear ConfigError if bad."""
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
+    _reject_non_finite(config, [])
     schema = load_schema()
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))

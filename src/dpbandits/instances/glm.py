@@ -13,6 +13,7 @@ from dpbandits.links import Link, get_link
 from dpbandits.seeding import reward_rng
 
 GAUSSIAN_NOISE_SD = 1.0
+MAX_TABLE_ENTRIES = 10**8  # T·K·d context entries (0.8 GB of float64); the papers need ≤ 1.5e6
 
 
 def draw_theta_and_contexts(
@@ -62,9 +63,24 @@ class GLMInstance:
         for key, value, low in (("d", self.d, 1), ("K", self.K, 1), ("horizon", self.horizon, 1)):
             if not isinstance(value, int | np.integer) or value < low:
                 raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
-        if not np.isfinite(self.S) or self.S <= 0:
+        if self.horizon * self.K * self.d > MAX_TABLE_ENTRIES:
+            raise ConfigError(
+                f"horizon × K × d = {self.horizon * self.K * self.d:.3g} is not allowed "
+                f"(horizon = {self.horizon}, K = {self.K}, d = {self.d}); the context table "
+                f"holds at most {MAX_TABLE_ENTRIES:.0e} entries"
+            )
+        if (isinstance(self.S, bool) or not isinstance(self.S, int | float | np.number)
+                or not np.isfinite(self.S) or self.S <= 0):
             raise ConfigError(f"S = {self.S!r} is not allowed; must be a finite number > 0")
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+            raise ConfigError(f"seed = {self.seed!r} is not allowed; must be an integer >= 0")
         self.link = get_link(self.family)
+        with np.errstate(over="ignore", divide="ignore"):
+            kappa_pub = self.link.kappa_public(float(self.S))
+        if not np.isfinite(kappa_pub):
+            raise ConfigError(f"S = {self.S!r} is not allowed; kappa = 1/mu'(S) overflows for "
+                              f"family {self.family}; must be a smaller finite number > 0")
         self.theta, self.contexts = draw_theta_and_contexts(
             self.seed, self.d, self.K, self.S, self.horizon, self.full_norm
         )
@@ -148,4 +164,7 @@ def build_glm_ball(params: dict) -> GLMInstance:
             f"unknown instance key(s) {', '.join(unknown)} for glm_ball; allowed: "
             f"{', '.join(sorted(allowed))}"
         )
+    missing = sorted({"family", "d", "K", "S", "horizon", "seed"} - set(params))
+    if missing:
+        raise ConfigError(f"glm_ball needs instance key(s) {', '.join(missing)}")
     return GLMInstance(**params)
