@@ -39,4 +39,4 @@ bench: $(STAMP)
 	for script in benchmarks/bench_*.py; do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf results/*/ paper/figures/* paper/tables/* .snakemake
+	rm -rf results/*/ paper/figures/* paper/tables/* paper/generated paper/build paper/numbers.tex paper/reproduction.* paper/main.pdf .snakemake

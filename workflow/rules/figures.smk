@@ -1,4 +1,23 @@
-# Figures and tables: one job per experiment writes every output entry it declares.
+# Figures and tables: one job per experiment writes every output entry it declares. PNG figures
+# and CSV tables are registered for `snakemake --report`, captioned per output kind
+# (workflow/report/<kind>.rst, else workflow/report/output.rst).
+
+
+def report_output(name, kind, path):
+    """An output file, wrapped for the Snakemake report when it is a figure or a table."""
+    if not path.endswith((".png", ".csv")):
+        return path
+    caption = f"{kind}.rst"
+    if not Path(workflow.basedir, "workflow", "report", caption).exists():
+        caption = "output.rst"
+    return report(
+        path,
+        caption=f"../report/{caption}",
+        category=config["experiments"][name].get("paper", "other"),
+        subcategory=name,
+        labels={"experiment": name, "output": kind, "file": Path(path).name},
+    )
+
 
 for _name in config["experiments"]:
 
@@ -9,7 +28,13 @@ for _name in config["experiments"]:
             summary=f"{RESULTS}/{_name}/summary.csv",
             curves=f"{RESULTS}/{_name}/curves.h5",
         output:
-            [f for files in OUTPUT_FILES[_name] for f in files],
+            [
+                report_output(_name, spec["kind"], f)
+                for spec, files in zip(
+                    config["experiments"][_name]["outputs"], OUTPUT_FILES[_name], strict=True
+                )
+                for f in files
+            ],
         params:
             experiment=_name,
         log:

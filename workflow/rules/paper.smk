@@ -1,0 +1,95 @@
+# The reproduction report (published vs ours, claim by claim), numbers.tex and the generated LaTeX
+# of paper/main.tex, the `paper` target (PDF) and the captions of `snakemake --report`.
+import os
+from pathlib import Path
+
+from snakemake.logging import logger
+
+REPO_DIR = Path(workflow.basedir)
+PUBLISHED_DIR = REPO_DIR / "paper" / "published"
+CLAIMS_FILE = REPO_DIR / "paper" / "claims.yaml"
+MAIN_TEX = REPO_DIR / "paper" / "main.tex"
+PAPER_SECTIONS = ["glm", "linear", "ts"]
+
+
+report: "../report/workflow.rst"
+
+
+def summaries_of(group):
+    return [f"{RESULTS}/{name}/summary.csv" for name in experiments_in(group)]
+
+
+def realdata_stamp(wildcards):
+    """Real-data summaries are read when present (not required): rerun when they change."""
+    return {f: os.path.getmtime(f) for f in summaries_of("realdata") if os.path.exists(f)}
+
+
+def paper_outputs(wildcards):
+    """Every output file per experiment: the generated LaTeX lists them."""
+    return {name: [f for files in OUTPUT_FILES[name] for f in files] for name in OUTPUT_FILES}
+
+
+rule reproduction:
+    input:
+        outputs=experiment_targets("synthetic"),
+        published=sorted(str(p) for p in PUBLISHED_DIR.glob("*.yaml")),
+        claims=str(CLAIMS_FILE),
+    output:
+        md=f"{PAPER}/reproduction.md",
+        html=report(
+            f"{PAPER}/reproduction.html",
+            caption="../report/reproduction.rst",
+            category="Reproduction",
+        ),
+        json=f"{PAPER}/reproduction.json",
+    params:
+        published_dir=str(PUBLISHED_DIR),
+        realdata=realdata_stamp,
+    log:
+        f"{RESULTS}/logs/paper/reproduction.log",
+    script:
+        "../scripts/reproduction.py"
+
+
+rule paper_tex:
+    input:
+        summaries=summaries_of("synthetic"),
+        report=rules.reproduction.output.json,
+    output:
+        numbers=f"{PAPER}/numbers.tex",
+        papers=[f"{PAPER}/generated/{p}.tex" for p in PAPER_SECTIONS],
+        verdicts=f"{PAPER}/generated/verdicts.tex",
+    params:
+        papers=PAPER_SECTIONS,
+        outputs=paper_outputs,
+        realdata=realdata_stamp,
+    log:
+        f"{RESULTS}/logs/paper/paper_tex.log",
+    script:
+        "../scripts/paper_tex.py"
+
+
+rule paper:
+    input:
+        main=str(MAIN_TEX),
+        tex=rules.paper_tex.output,
+        outputs=experiment_targets("synthetic"),
+    output:
+        pdf=f"{PAPER}/main.pdf",
+    log:
+        f"{RESULTS}/logs/paper/main_pdf.log",
+    script:
+        "../scripts/build_pdf.py"
+
+
+EXTRA_TARGETS["synthetic"].extend(
+    [*rules.reproduction.output, *rules.paper_tex.output]
+)
+
+
+onsuccess:
+    from dpbandits.report import summary_line_of
+
+    line = summary_line_of(f"{PAPER}/reproduction.json")
+    if line:
+        logger.info(f"dpbandits reproduction: {line} (details: {PAPER}/reproduction.md)")
