@@ -5,8 +5,6 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from scipy.optimize import brentq
-
 from dpbandits.errors import ConfigError
 
 
@@ -51,6 +49,8 @@ def rho_from_epsilon_tight(epsilon: float, delta: float) -> float:
     """Largest ρ whose tight (dp-accounting) conversion stays within (ε, δ)."""
     _check("epsilon", epsilon, 0.0)
     _check("delta", delta, 0.0, 1.0)
+    from scipy.optimize import brentq
+
     low = rho_from_epsilon(epsilon, delta)
     high = max(low * 4.0, 1e-12)
     while epsilon_from_rho_tight(high, delta) < epsilon:

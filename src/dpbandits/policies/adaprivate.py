@@ -1,0 +1,316 @@
+"""AdaPrivate-TS (+Amp, +Adaptive) and AdaPrivate-UCB: batched noisy increments of b (spec §3–§4).
+
+A is built from public features every round and never noised; b changes only at batch ends by
+s̃_k = Σ_{batch k} r_t x_t + N(0, σ²I), σ = 1/√(2ρ) (Amp: Poisson-subsampled increment with
+σ_amp, then ÷q). Each reward is in exactly one increment, so the transcript is ρ-zCDP by
+parallel composition (AdaPrivate-TS Thm. 1).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.linalg.blas import daxpy as axpy
+
+from dpbandits.errors import ConfigError
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.policies.base import register
+from dpbandits.policies.linear_core import (
+    LinearPolicy,
+    ZCDPMixin,
+    check_number,
+    cho_solve,
+    cholesky,
+    solve_lower_t,
+    widths,
+)
+from dpbandits.privacy.subsampled import (
+    EXTENDED_ORDERS,
+    PAPER_ORDERS,
+    amp_epsilon,
+    amp_sigma,
+    check_q,
+)
+from dpbandits.privacy.zcdp import gaussian_sigma
+
+MEAN_GRAMS = ("batch_start", "current")
+ORDER_SETS = ("paper", "extended", "auto")
+
+
+class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
+    """Common mechanism of the AdaPrivate family; subclasses supply the action rule."""
+
+    private = True
+    defaults: ClassVar[dict[str, Any]] = {
+        **LinearPolicy.defaults,
+        "B": 300,
+        "mean_gram": "batch_start",
+        "conversion": "classic",
+        "group_size": 1,
+    }
+
+    def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
+        super().__init__(problem, rng, **kwargs)
+        check_number("B", self.params["B"], 1, inclusive=True, integer=True)
+        self.B = int(self.params["B"])
+        if self.params["mean_gram"] not in MEAN_GRAMS:
+            raise ConfigError(f"mean_gram = {self.params['mean_gram']!r} is not allowed; "
+                              f"allowed: {', '.join(MEAN_GRAMS)}")
+        check_number("group_size", self.params["group_size"], 1, inclusive=True, integer=True)
+        self.group_size = int(self.params["group_size"])
+        # Group privacy (spec §9.5): k events of one user cost k²ρ, so each event gets ρ/k².
+        self.rho = self.zcdp_setup() / self.group_size**2
+        self.sigma = gaussian_sigma(1.0, self.rho)
+        self.q: float | None = None
+        self.privacy_setup()
+        self.sigma_effective = self.sigma if self.q is None else (
+            self.sigma / self.q if self.params.get("amp_rescale", True) else self.sigma)
+        self.action_setup()
+        self.reset()
+
+    def privacy_setup(self) -> None:
+        """Subclass hook: replace σ by the subsampled calibration (Amp)."""
+
+    def action_setup(self) -> None:
+        """Subclass hook: exploration parameters that depend on σ."""
+
+    def setup(self) -> None:
+        if not hasattr(self, "sigma_effective"):
+            return
+        self.mean_current = self.params["mean_gram"] == "current"
+        self.batch = 0
+        self.batch_start = 0
+        self.s = np.zeros(self.d)
+        self.in_batch = 0
+        self.theta_hat = self.theta0.copy()
+        self.dirty = True
+        self.batch_ends: list[int] = []
+        self.batch_counts: list[int] = []
+        self.noise_total = np.zeros(self.d)
+        self.include = None
+        if self.q is not None:
+            self.include = self.sample_rng.random(self.B) < self.q
+
+    def mean(self, factor: np.ndarray) -> np.ndarray:
+        """θ̂: A_τ⁻¹b fixed within the batch (default) or A_t⁻¹b (`mean_gram: current`)."""
+        if self.mean_current:
+            return cho_solve(factor, self.b)
+        if self.dirty:
+            # A has not changed since the last batch end, so this factor is that of A_τ.
+            self.theta_hat = cho_solve(factor, self.b)
+            self.dirty = False
+        return self.theta_hat
+
+    def observe(self, t: int, x: np.ndarray, r: float) -> None:
+        self.add_to_gram(x)
+        offset = t - self.batch_start
+        if self.include is None or self.include[offset]:
+            axpy(x, self.s, a=r)  # s ← s + r·x in place
+            self.in_batch += 1
+        if offset + 1 == self.B or t == self.horizon - 1:
+            self.release(t)
+
+    def release(self, t: int) -> None:
+        """Release s̃_k = s_k + N(0, σ²I) and fold it into b (÷q for Amp); start the next batch."""
+        noise = self.sigma * self.noise_rng.standard_normal(self.d)
+        released = self.s + noise
+        if self.q is not None and self.params.get("amp_rescale", True):
+            released = released / self.q
+            noise = noise / self.q
+        self.b = self.b + released
+        self.noise_total += noise
+        self.record_release(t)
+        self.batch_ends.append(t + 1)
+        self.batch_counts.append(self.in_batch)
+        self.batch += 1
+        self.batch_start = t + 1
+        self.s = np.zeros(self.d)
+        self.in_batch = 0
+        self.dirty = True
+        if self.q is not None:
+            self.include = self.sample_rng.random(self.B) < self.q
+
+    def record_release(self, t: int) -> None:
+        self.ledger.add(
+            "gaussian", "b batch increment", sensitivity=1.0, noise_scale=self.sigma,
+            rho=self.rho, note=f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}",
+        )
+
+    def finish(self) -> None:
+        if self.group_size == 1:
+            self.declare_parallel(self.rho, len(self.batch_ends), "batch increments")
+            return
+        rho_user = self.rho * self.group_size**2
+        self.declare_parallel(rho_user, len(self.batch_ends),
+                              f"batch increments (user level: {self.group_size} events of one "
+                              f"user cost {self.group_size}² × {self.rho:.6g})")
+
+    def events(self) -> dict[str, np.ndarray]:
+        return {"batch_end": np.asarray(self.batch_ends, dtype=np.int64),
+                "batch_rewards": np.asarray(self.batch_counts, dtype=np.int64)}
+
+    def diagnostics(self) -> dict[str, float]:
+        return {"rho": self.rho, "sigma": self.sigma, "sigma_effective": self.sigma_effective,
+                "n_releases": float(len(self.batch_ends)), "B": float(self.B),
+                "group_size": float(self.group_size)}
+
+
+class AdaPrivateTSBase(BatchedPrivatePolicy):
+    """TS action rule θ̃_t = θ̂ + ξ_t, ξ_t ~ N(0, v_t²A_t⁻¹) drawn afresh (spec §3.2)."""
+
+    defaults: ClassVar[dict[str, Any]] = {
+        **BatchedPrivatePolicy.defaults,
+        "v": 1.0,
+        "q": None,
+        "amp_rescale": True,
+        "orders": "paper",
+        "v0": None,
+        "gamma": 0.95,
+        "lambda0": None,
+    }
+
+    def privacy_setup(self) -> None:
+        q = self.params["q"]
+        self.orders_extended = False
+        if q is None:
+            return
+        check_q(q)
+        if self.group_size != 1:
+            raise ConfigError(f"group_size = {self.group_size} is not allowed with q = {q}; "
+                              "must be 1 (group privacy is implemented for zCDP releases)")
+        self.q = float(q)
+        if self.params["orders"] not in ORDER_SETS:
+            raise ConfigError(f"orders = {self.params['orders']!r} is not allowed; allowed: "
+                              f"{', '.join(ORDER_SETS)}")
+        self.relation = "replace_one" if self.accounting == "strict" else "add_remove"
+        orders = EXTENDED_ORDERS if self.params["orders"] == "extended" else PAPER_ORDERS
+        try:
+            sigma, self.alpha_star = self._calibrate(orders)
+        except ConfigError:
+            if self.params["orders"] != "auto":
+                raise
+            orders = EXTENDED_ORDERS
+            self.orders_extended = True
+            sigma, self.alpha_star = self._calibrate(orders)
+        self.orders_used = orders
+        self.sigma = sigma
+        self.epsilon_release = amp_epsilon(
+            self.q, sigma, self.delta, orders=orders, relation=self.relation,
+            conversion=self.params["conversion"])[0]
+
+    def _calibrate(self, orders: tuple[int, ...]) -> tuple[float, int]:
+        return amp_sigma(self.q, float(self.epsilon), float(self.delta), orders=orders,
+                         relation=self.relation, conversion=self.params["conversion"])
+
+    def action_setup(self) -> None:
+        check_number("v", self.params["v"], 0.0)
+        check_number("gamma", self.params["gamma"], 0.0, high=1.0)
+        lambda0 = self.params["lambda0"]
+        if lambda0 is None:
+            lambda0 = 1.0 / self.d
+        check_number("lambda0", lambda0, 0.0)
+        self.lambda0 = float(lambda0)
+        v0 = self.params["v0"]
+        if v0 == "tuned":
+            v0 = 1.0 + self.sigma_effective / (self.d * math.sqrt(self.lambda0))
+        elif v0 is not None:
+            check_number("v0", v0, 0.0)
+        self.v0 = None if v0 is None else float(v0)
+        self.gamma = float(self.params["gamma"])
+
+    def exploration_scale(self) -> float:
+        """v (base) or v_k = v₀γ^{k−1} with k the 1-based batch index (spec §3.4)."""
+        if self.v0 is None:
+            return float(self.params["v"])
+        return self.v0 * self.gamma ** self.batch
+
+    def setup(self) -> None:
+        super().setup()
+        if hasattr(self, "sigma_effective"):
+            self.v_now = self.exploration_scale()
+
+    def release(self, t: int) -> None:
+        super().release(t)
+        self.v_now = self.exploration_scale()
+
+    def choose(self, t: int, arms: np.ndarray) -> int:
+        factor = cholesky(self.A)
+        theta = self.mean(factor)
+        sample = theta + self.v_now * solve_lower_t(factor, self.explore_normals.next())
+        return int((arms @ sample).argmax())
+
+    def record_release(self, t: int) -> None:
+        if self.q is None:
+            super().record_release(t)
+            return
+        self.ledger.add(
+            "poisson-subsampled-gaussian", "b batch increment (÷q after noise)",
+            sensitivity=1.0, noise_scale=self.sigma, epsilon=self.epsilon_release,
+            delta=self.delta,
+            note=(f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}; q={self.q}; "
+                  f"RDP orders <= {max(self.orders_used)}, alpha*={self.alpha_star}; "
+                  f"{self.relation}"),
+        )
+
+    def finish(self) -> None:
+        if self.q is None:
+            super().finish()
+            return
+        self.ledger.declare_total(
+            self.epsilon_release, self.delta,
+            f"parallel composition over {len(self.batch_ends)} Poisson-subsampled Gaussian "
+            f"releases on disjoint rewards (RDP, {self.relation}, classic conversion)",
+        )
+        self.ledger.check()
+
+    def diagnostics(self) -> dict[str, float]:
+        out = super().diagnostics()
+        out["v_last"] = self.exploration_scale()
+        if self.v0 is not None:
+            out["v0"] = self.v0
+        if self.q is not None:
+            out.update(q=self.q, alpha_star=float(self.alpha_star),
+                       orders_extended=float(self.orders_extended))
+        return out
+
+
+@register
+class AdaPrivateTS(AdaPrivateTSBase):
+    """AdaPrivate-TS, base variant: v fixed, no subsampling (spec §3.1–3.2)."""
+
+    name = "AdaPrivate-TS"
+
+
+@register
+class AdaPrivateTSAmp(AdaPrivateTSBase):
+    """AdaPrivate-TS-Amp: Poisson subsampling at rate q, σ_amp from RDP (spec §3.3)."""
+
+    name = "AdaPrivate-TS-Amp"
+    defaults: ClassVar[dict[str, Any]] = {**AdaPrivateTSBase.defaults, "q": 0.3}
+
+
+@register
+class AdaPrivateTSAdaptive(AdaPrivateTSBase):
+    """AdaPrivate-TS-Adaptive: v_k = v₀γ^{k−1} (v₀ = 1.5, γ = 0.95; `v0: tuned`, spec §3.4)."""
+
+    name = "AdaPrivate-TS-Adaptive"
+    defaults: ClassVar[dict[str, Any]] = {**AdaPrivateTSBase.defaults, "v0": 1.5}
+
+
+@register
+class AdaPrivateUCB(BatchedPrivatePolicy):
+    """AdaPrivate-UCB: same statistics, score xᵀθ̂ + α‖x‖_{A_t⁻¹} (spec §4)."""
+
+    name = "AdaPrivate-UCB"
+    defaults: ClassVar[dict[str, Any]] = {**BatchedPrivatePolicy.defaults, "alpha": 1.0}
+
+    def action_setup(self) -> None:
+        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
+        self.alpha = float(self.params["alpha"])
+
+    def choose(self, t: int, arms: np.ndarray) -> int:
+        factor = cholesky(self.A)
+        theta = self.mean(factor)
+        return int((arms @ theta + self.alpha * widths(factor, arms)).argmax())

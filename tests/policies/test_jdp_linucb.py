@@ -1,0 +1,89 @@
+"""JDP-LinUCB: calibration constants, tree noise, ε = ∞ limit (ts spec §6, items 16–17)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits.instances.base import ProblemInfo
+from dpbandits.instances.registry import build_instance
+from dpbandits.policies import make_policy
+from dpbandits.policies.jdp_linucb import JDPLinUCB, jdp_shift, jdp_sigma
+
+DELTA = 1e-5
+
+
+def test_constants_at_paper_scale() -> None:
+    assert jdp_sigma(1.0, DELTA, 10_000) == pytest.approx(399.67, abs=0.01)
+    s1 = jdp_sigma(1.0, DELTA, 10_000)
+    assert jdp_shift(s1, 20, 10_000, 0.05) == pytest.approx(95_634, abs=1)
+    assert jdp_shift(jdp_sigma(5.0, DELTA, 10_000), 20, 10_000, 0.05) == pytest.approx(19_127,
+                                                                                        abs=1)
+    assert jdp_shift(s1, 50, 10_000, 0.05) == pytest.approx(118_391, abs=1)
+    info = ProblemInfo("logistic", 20, 5, 10_000, 2.0)
+    pol = make_policy("JDP-LinUCB", info, np.random.default_rng(0), epsilon=1.0, delta=DELTA)
+    assert pol.tree.height == 15
+
+
+def test_released_noise_is_the_trees_and_v_is_positive_definite() -> None:
+    inst = build_instance({"generator": "logistic_pool", "seed": 8, "horizon": 300})
+    env = inst.environment(0)
+    pol = make_policy("JDP-LinUCB", inst.info, np.random.default_rng(0), epsilon=1.0,
+                      delta=DELTA)
+    played, rewards = [], []
+    for t in range(300):
+        arms = env.arms(t)
+        i = pol.select(t, arms)
+        r = env.pull(t, i)[0]
+        pol.update(t, arms[i], r)
+        played.append(arms[i])
+        rewards.append(r)
+        if t % 37 == 0:
+            # the tree only counts leaves here, so its release is its noise plus the shift
+            raw = pol.tree.query_raw() - 2 * pol.upsilon * np.eye(21)
+            np.testing.assert_allclose(pol.noise, raw, atol=1e-6)
+            prefix = np.zeros((21, 21))
+            for x, r in zip(played, rewards, strict=True):
+                z = np.append(x, r)
+                prefix += np.outer(z, z)
+            np.testing.assert_allclose(pol.released_sum - pol.noise, prefix, atol=1e-6)
+            np.testing.assert_array_equal(pol.noise, pol.noise.T)
+    assert pol.tree.count == 300 and len(pol.cover) == bin(300).count("1")
+    assert pol.diagnostics()["floor_events"] == 0
+    v, _ = pol.released()
+    assert np.linalg.eigvalsh(v)[0] > 0
+
+
+def test_node_noise_variance_per_entry() -> None:
+    """Off-diagonal variance popcount(c)·σ_n², diagonal twice that (c = 7: three nodes)."""
+    info = ProblemInfo("linear", 2, 1, 8, 1.0)
+    n = 2000
+    off, diag = np.empty(n), np.empty(n)
+    x = np.array([0.6, 0.8])
+    for rep in range(n):
+        pol = JDPLinUCB(info, np.random.default_rng(rep), epsilon=50.0, delta=0.1)
+        for t in range(7):
+            pol.update(t, x, 1.0)
+        off[rep], diag[rep] = pol.noise[0, 1], pol.noise[1, 1]
+    s2 = pol.sigma_n**2
+    assert off.var() / (3 * s2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / n))
+    assert diag.var() / (6 * s2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / n))
+
+
+def test_infinite_epsilon_limit_is_linucb() -> None:
+    inst = build_instance({"generator": "logistic_pool", "seed": 9, "horizon": 250})
+    env = inst.environment(0)
+    pol = make_policy("JDP-LinUCB", inst.info, np.random.default_rng(0), epsilon=1.0,
+                      delta=DELTA, alpha=0.5)
+    pol.sigma_n, pol.upsilon = 0.0, 0.0
+    pol.reset()
+    ref = make_policy("LinUCB", inst.info, np.random.default_rng(0), alpha=0.5)
+    for t in range(250):
+        arms = env.arms(t)
+        i, j = pol.select(t, arms), ref.select(t, arms)
+        assert i == j
+        r = env.pull(t, i)[0]
+        pol.update(t, arms[i], r)
+        ref.update(t, arms[j], r)
