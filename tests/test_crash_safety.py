@@ -142,6 +142,7 @@ def test_sigkilled_cli_job_leaves_no_shard_and_the_rerun_is_clean(
     clean = {k: v for k, v in env.items() if not k.startswith("DPB_PAUSE")}
     done = subprocess.run(cmd, env=clean, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert list(out.parent.glob(f".{out.name}.tmp*")) == []  # the dead writer's temporary is gone
     reference = tmp_path / "reference.h5"
     write_shard(reference, run_shard(SPEC))
     _assert_same_shard(out, reference)

@@ -90,7 +90,8 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
                            text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     return {"workdir": workdir, "shards": shards, "on_disk": on_disk, "in_flight": in_flight,
-            "leftovers": leftovers, "rerun_log": rerun.stdout + rerun.stderr}
+            "leftovers": leftovers, "rerun_log": rerun.stdout + rerun.stderr,
+            "leftovers_after_rerun": sorted(p.name for p in (workdir / "results").rglob(".*.tmp*"))}
 
 
 def test_killed_run_left_finished_shards_and_one_unclosed(interrupted: dict):
@@ -117,6 +118,7 @@ def test_shard_of_the_unclosed_job_is_redone_not_accepted(interrupted: dict):
     assert os.stat(workdir / shard).st_ino != on_disk[shard].st_ino
     for name in interrupted["leftovers"]:  # a killed writer's temporary file is never an output
         assert not any(s.endswith(name) for s in interrupted["shards"])
+    assert interrupted["leftovers_after_rerun"] == []  # and the redone write removed it
 
 
 def test_resumed_sweep_equals_an_uninterrupted_run(interrupted: dict, smoke_run: Path):

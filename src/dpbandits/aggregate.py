@@ -11,6 +11,7 @@ import h5py
 import numpy as np
 import pandas as pd
 
+from dpbandits.atomic import atomic_output
 from dpbandits.config import format_epsilon, slug
 from dpbandits.storage import ShardData, read_shard
 
@@ -83,18 +84,14 @@ def aggregate(
     summary = pd.DataFrame(rows).sort_values(
         ["algorithm", "epsilon", "instance_index", "seed"], na_position="first"
     )
-    summary_path = Path(summary_path)
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = summary_path.with_name(summary_path.name + ".tmp")
-    summary.to_csv(tmp, index=False)
-    tmp.replace(summary_path)
-    _write_curves(groups, Path(curves_path))
+    with atomic_output(summary_path) as tmp:
+        summary.to_csv(tmp, index=False)
+    _write_curves(groups, curves_path)
     return summary
 
 
-def _write_curves(groups: dict[tuple, list[ShardData]], path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:
+def _write_curves(groups: dict[tuple, list[ShardData]], path: str | Path) -> None:
+    with atomic_output(path) as tmp, h5py.File(tmp, "w") as f:
         for (algorithm, eps, index), shards in sorted(groups.items()):
             shards = sorted(shards, key=lambda s: int(s.trials[0]))
             checkpoints = shards[0].checkpoints
@@ -109,7 +106,6 @@ def _write_curves(groups: dict[tuple, list[ShardData]], path: Path) -> None:
             for name, values in (("regret", regret), ("reward", reward)):
                 for stat, arr in curve_stats(values).items():
                     group.create_dataset(f"{name}_{stat}", data=arr)
-    tmp.replace(path)
 
 
 def load_curves(path: str | Path) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ experiments (`generated/<paper>.tex`), and the verdict table of the reproduction
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from dpbandits.outputs import output_files
@@ -108,9 +107,3 @@ def verdict_table(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)

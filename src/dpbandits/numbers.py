@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpbandits.atomic import write_text_atomic
 from dpbandits.config import slug
 from dpbandits.report import label_parts
 
@@ -203,11 +204,7 @@ def write_numbers(config: dict[str, Any], summaries: dict[str, pd.DataFrame | No
         numbers.update(experiment_numbers(name, with_np(exp, summary), grid))
     if rep is not None:
         numbers.update(report_numbers(rep))
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(render(numbers))
-    tmp.replace(path)
+    write_text_atomic(path, render(numbers))
     return numbers
 
 

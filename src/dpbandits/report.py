@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from dpbandits.atomic import write_text_atomic
 from dpbandits.claims import (
     STATUSES,
     ClaimResult,
@@ -805,11 +806,7 @@ def write_report(rep: Reproduction, md: str | Path, html_path: str | Path,
     for path, text in ((md, render_markdown(rep)), (html_path, render_html(rep)),
                        (json_path, json.dumps(_finite(rep.as_dict()), indent=1,
                                               default=_json_default))):
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_text_atomic(path, text)
 
 
 def _finite(value: Any) -> Any:

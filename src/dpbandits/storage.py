@@ -19,6 +19,7 @@ import h5py
 import numpy as np
 
 from dpbandits import __version__
+from dpbandits.atomic import atomic_output
 from dpbandits.errors import ShardError
 
 SCHEMA_VERSION = 1
@@ -67,10 +68,7 @@ def git_commit() -> str:
 
 def write_shard(path: str | Path, data: ShardData) -> None:
     """Write atomically: a temporary file in the same folder, fsync, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
+    with atomic_output(path) as tmp:
         with h5py.File(tmp, "w") as f:
             f.attrs["schema_version"] = SCHEMA_VERSION
             f.attrs["spec"] = json.dumps(data.spec, sort_keys=True)
@@ -96,10 +94,6 @@ def write_shard(path: str | Path, data: ShardData) -> None:
             f.flush()
         with open(tmp, "rb") as handle:
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def read_shard(path: str | Path) -> ShardData:

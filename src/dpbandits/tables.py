@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dpbandits.atomic import atomic_output, write_text_atomic
+
 
 def mean_sd(mean: float, sd: float, digits: int = 1) -> str:
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
@@ -39,11 +41,16 @@ def to_latex(df: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_csv(df: pd.DataFrame, path: str | Path) -> None:
+    """Write a DataFrame as CSV without its index, all-or-nothing."""
+    with atomic_output(path) as tmp:
+        df.to_csv(tmp, index=False)
+
+
 def write_table(df: pd.DataFrame, stem: Path, caption: str) -> list[Path]:
     """Write `stem.csv`, `stem.md` and `stem.tex`."""
-    stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
-    df.to_csv(paths[0], index=False)
-    paths[1].write_text(f"{caption}\n\n" + to_markdown(df))
-    paths[2].write_text(to_latex(df, caption))
+    write_csv(df, paths[0])
+    write_text_atomic(paths[1], f"{caption}\n\n" + to_markdown(df))
+    write_text_atomic(paths[2], to_latex(df, caption))
     return paths

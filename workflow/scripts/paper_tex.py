@@ -5,7 +5,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dpbandits.latex import paper_includes, verdict_table, write_text
+from dpbandits.atomic import write_text_atomic
+from dpbandits.latex import paper_includes, verdict_table
 from dpbandits.numbers import write_numbers
 from dpbandits.report import load_summaries
 
@@ -17,6 +18,6 @@ rep = json.loads(Path(snakemake.input.report).read_text())
 numbers = write_numbers(config, load_summaries(config, config["results"]), rep,
                         snakemake.output.numbers)
 for paper, path in zip(snakemake.params.papers, snakemake.output.papers, strict=True):
-    write_text(path, paper_includes(config, paper))
-write_text(snakemake.output.verdicts, verdict_table(rep))
+    write_text_atomic(path, paper_includes(config, paper))
+write_text_atomic(snakemake.output.verdicts, verdict_table(rep))
 log.info("wrote %d number macros and %d paper sections", len(numbers), len(snakemake.params.papers))

@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
+from dpbandits.atomic import write_text_atomic
 from dpbandits.audit.registry import AuditResult, available
-from dpbandits.tables import write_table
+from dpbandits.tables import write_csv, write_table
 
 MECHANISM_BUDGETS: dict[str, tuple[float, float]] = {
     "laplace": (1.0, 0.0),
@@ -74,9 +75,7 @@ def record(result: AuditResult, role: str) -> dict[str, Any]:
 
 
 def write_record(path: str | Path, row: dict[str, Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(row, indent=1, sort_keys=True, default=float))
+    write_text_atomic(path, json.dumps(row, indent=1, sort_keys=True, default=float))
 
 
 def status(row: dict[str, Any]) -> str:
@@ -131,7 +130,7 @@ def write_audit_table(rows: list[dict[str, Any]], stem: str | Path) -> list[Path
                         f"{100 * rows[0]['confidence']:g}% confidence)." if rows else CAPTION)
     full = pd.DataFrame(rows)
     full["status"] = [status(r) for r in rows]
-    full.to_csv(paths[0], index=False)
+    write_csv(full, paths[0])
     return paths
 
 

@@ -16,8 +16,9 @@ import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from dpbandits.atomic import atomic_output
 from dpbandits.data import DataError
-from dpbandits.data.files import CHUNK, atomic_output
+from dpbandits.data.files import CHUNK
 
 log = logging.getLogger(__name__)
 _DRIVE = re.compile(r"^[A-Za-z]:")

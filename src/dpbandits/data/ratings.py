@@ -16,8 +16,8 @@ import h5py
 import numpy as np
 import scipy.sparse as sp
 
+from dpbandits.atomic import atomic_output
 from dpbandits.data import DataError
-from dpbandits.data.files import atomic_output
 
 
 @dataclass

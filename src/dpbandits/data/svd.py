@@ -22,8 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds
 
+from dpbandits.atomic import atomic_output
 from dpbandits.data import DataError
-from dpbandits.data.files import atomic_output
 from dpbandits.data.ratings import RatingLog
 
 log = logging.getLogger(__name__)

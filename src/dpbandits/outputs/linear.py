@@ -14,7 +14,7 @@ import yaml
 from dpbandits.config import REPO_ROOT
 from dpbandits.outputs import output
 from dpbandits.plots import algorithm_color, save_figure
-from dpbandits.tables import write_table
+from dpbandits.tables import write_csv, write_table
 
 ROLES = {
     "PhasedElimination": "nonprivate",
@@ -156,7 +156,7 @@ def regret_vs_epsilon(
         )
         if c in summary
     ]
-    summary[columns].to_csv(runs_path, index=False)
+    write_csv(summary[columns], runs_path)
     return [*paths, runs_path]
 
 

@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,6 +22,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln
 
+from dpbandits.atomic import write_text_atomic
 from dpbandits.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -266,13 +266,9 @@ def _store(key: str, value: float) -> None:
     _memo[key] = value
     path = _cache_path()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = _read_disk(path)
         data[key] = value
-        fd, tmp = tempfile.mkstemp(prefix=".accountant.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, sort_keys=True)
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(data, sort_keys=True))
     except OSError as err:  # a read-only cache only costs recomputation
         log.debug("accountant cache not written (%s)", err)
 
