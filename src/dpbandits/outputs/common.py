@@ -12,7 +12,7 @@ import yaml
 
 from dpbandits.config import REPO_ROOT
 from dpbandits.outputs import output
-from dpbandits.plots import algorithm_color, save_figure, series_label
+from dpbandits.plots import distinct_colors, lighten, save_figure, series_label
 from dpbandits.tables import mean_sd, write_table
 
 Z95 = 1.959963984540054
@@ -38,21 +38,34 @@ def regret_curves(
     facet: str | None = None,
     epsilons: list[float] | None = None,
 ) -> list[Path]:
-    """Cumulative regret vs t, mean with a 95 % band (±1.96 s.e.), one panel per facet value."""
+    """Cumulative regret vs t, mean with a 95 % band (±1.96 s.e.), one panel per facet value.
+
+    One colour per algorithm, lighter for smaller ε; dashed lines are paper accounting.
+    """
     kappa = {int(i): k for i, k in summary.groupby("instance_index")["kappa"].first().items()} \
         if "kappa" in summary else {}
-    panels = sorted({(_facet_value(c, facet), int(c["instance_index"])) for c in curves},
+    shown = sorted(
+        (c for c in curves if not (epsilons and c["epsilon"] != "none"
+                                   and float(c["epsilon"]) not in epsilons)),
+        key=lambda c: (c["algorithm"], _epsilon_order(c["epsilon"])),
+    )
+    colors = distinct_colors(c["algorithm"] for c in shown)
+    levels = {a: sorted({c["epsilon"] for c in shown if c["algorithm"] == a}, key=_epsilon_order)
+              for a in colors}
+    panels = sorted({(_facet_value(c, facet), int(c["instance_index"])) for c in shown},
                     key=lambda p: (p[1]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels) + 2.0, 3.4),
+                             squeeze=False, layout="constrained")
     for ax, (value, index) in zip(axes[0], panels, strict=True):
-        for item in sorted(curves, key=lambda c: (c["algorithm"], str(c["epsilon"]))):
+        for item in shown:
             if int(item["instance_index"]) != index:
-                continue
-            if epsilons and item["epsilon"] != "none" and float(item["epsilon"]) not in epsilons:
                 continue
             t = item["checkpoints"]
             mean, se = item["regret_mean"], item["regret_se"]
-            color = algorithm_color(item["algorithm"])
+            eps_levels = levels[item["algorithm"]]
+            rank = eps_levels.index(item["epsilon"])
+            color = lighten(colors[item["algorithm"]],
+                            0.55 * (len(eps_levels) - 1 - rank) / max(1, len(eps_levels) - 1))
             style = "--" if item.get("accounting") == "paper" else "-"
             label = series_label(item["algorithm"], item["epsilon"])
             ax.plot(t, mean, style, color=color, label=label, lw=1.4)
@@ -60,12 +73,22 @@ def regret_curves(
         title = f"{facet} = {value}" if facet else experiment
         if index in kappa:
             title += f" (κ = {kappa[index]:.2f})"
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative regret")
-    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.suptitle(f"{experiment}: mean cumulative regret, 95% band", fontsize=10)
+    axes[0][0].set_ylabel("cumulative regret")
+    handles = {}
+    for ax in axes[0]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(label, handle)
+    fig.legend(handles.values(), handles.keys(), fontsize=7, loc="outside right center")
+    dashed = "; dashed: paper accounting" if any(c.get("accounting") == "paper" for c in shown) \
+        else ""
+    fig.suptitle(f"{experiment}: mean cumulative regret, 95% band{dashed}", fontsize=10)
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_regret")
+
+
+def _epsilon_order(epsilon: str) -> float:
+    return -1.0 if epsilon == "none" else float(epsilon)
 
 
 def load_published(ref: str | None) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from scipy import stats
 from dpbandits.config import format_epsilon
 from dpbandits.outputs import output
 from dpbandits.outputs.common import load_published
-from dpbandits.plots import algorithm_color, save_figure, series_label
+from dpbandits.plots import distinct_colors, save_figure, series_label
 from dpbandits.tables import write_table
 
 Z95 = 1.959963984540054
@@ -178,20 +178,6 @@ def ctr_table(
         caption = f"{experiment}: claims of {ref.get('source', published)} next to ours"
         paths += write_table(claims, paper_dir / "tables" / f"{experiment}_claims", caption)
     return paths
-
-
-def distinct_colors(labels: list[str]) -> dict[str, tuple[float, float, float]]:
-    """Each algorithm's usual colour, or the next free palette colour where two collide."""
-    palette = [tuple(c[:3]) for c in plt.get_cmap("tab20").colors]
-    used: set[tuple[float, float, float]] = set()
-    out = {}
-    for label in dict.fromkeys(labels):
-        color = algorithm_color(label)
-        if color in used:
-            color = next((c for c in palette if c not in used), color)
-        used.add(color)
-        out[label] = color
-    return out
 
 
 def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:

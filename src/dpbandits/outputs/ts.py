@@ -21,7 +21,7 @@ from dpbandits.config import expand_algorithms, instance_grid
 from dpbandits.errors import ConfigError
 from dpbandits.outputs import output
 from dpbandits.outputs.common import load_published
-from dpbandits.plots import algorithm_color, save_figure
+from dpbandits.plots import distinct_colors, save_figure
 from dpbandits.tables import write_table
 
 REFERENCE = "LinTS"
@@ -219,13 +219,14 @@ def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curve
 def _np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], paper_dir: Path,
                reference: str) -> list[Path]:
     """NP% against ε: default cell (solid) and best cell (dotted) per private method."""
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(8.0, 4.0), layout="constrained")
     private = cells[cells["epsilon"].notna()]
+    base_colors = distinct_colors(_base(m) for m in methods)
     for method in methods:
         sub = private[private["method"] == method]
         if sub.empty:
             continue
-        color = algorithm_color(method)
+        color = base_colors[_base(method)]
         variant = " (" in method  # same colour as its base method: another marker and line
         for which, style in (("default", "^-." if variant else "o-"), ("tuned", "s:")):
             line = sub[sub[which]].sort_values("epsilon")
@@ -237,14 +238,18 @@ def _np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], paper_d
     for method in methods:
         sub = cells[(cells["method"] == method) & cells["epsilon"].isna() & cells["default"]]
         if len(sub):
-            ax.axhline(sub["np"].iloc[0], color=algorithm_color(method), lw=0.8, ls="--")
+            ax.axhline(sub["np"].iloc[0], color=base_colors[_base(method)], lw=0.8, ls="--")
     ax.set_xscale("log")
     ax.set_xlabel("ε")
     ax.set_ylabel(f"NP% (vs {reference})")
     ax.set_title(f"{experiment}: default (solid) and best grid cell (dotted); dashed: "
                  "non-private", fontsize=8)
-    ax.legend(fontsize=6, loc="lower right", ncol=2)
+    fig.legend(fontsize=7, loc="outside right upper")
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_np")
+
+
+def _base(method: str) -> str:
+    return method.split(" (")[0]
 
 
 def _cell_rows(metrics: pd.DataFrame, cells: pd.DataFrame, method: str, eps: float,
@@ -376,7 +381,8 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
         out.append(row)
     table = pd.DataFrame(out)
     fig, ax = plt.subplots(figsize=(5.2, 3.2))
-    ax.barh(range(len(table)), table["_mean"], color=[algorithm_color(c) for c in labels])
+    colors = distinct_colors(labels)
+    ax.barh(range(len(table)), table["_mean"], color=[colors[c] for c in labels])
     ax.set_yticks(range(len(table)), table["configuration"], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(max(0.0, table["_mean"].min() - 5), min(101.0, table["_mean"].max() + 2))
