@@ -24,10 +24,19 @@ def isolated_cache(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("q, sigma", [(0.615, 69.97), (0.01, 1.1)])
 def test_vectorised_bound_equals_dp_accounting(q: float, sigma: float) -> None:
+    """Equal to 1e-10 wherever dp-accounting's value is numerically determined.
+
+    At high orders with large σ the forward differences of WBK Thm 27 cancel catastrophically:
+    there dp-accounting's own value moves by up to ~10 % when σ moves by one ulp, so ours must
+    lie within that one-ulp spread of the reference instead.
+    """
     orders = list(acc.BASE_ORDERS + acc.SMALL_EPSILON_ORDERS)
     ours = acc.rdp_sampled_gaussian_wor(q, sigma, orders)
-    ref = rdp_ref._compute_rdp_sample_wor_gaussian(q, sigma, orders)
-    assert np.allclose(ours, ref, rtol=1e-10, atol=0)
+    ref = np.array(rdp_ref._compute_rdp_sample_wor_gaussian(q, sigma, orders))
+    spread = np.max([np.abs(np.array(rdp_ref._compute_rdp_sample_wor_gaussian(
+        q, np.nextafter(sigma, towards), orders)) - ref) for towards in (0.0, np.inf)], axis=0)
+    assert np.all(np.abs(ours - ref) <= np.maximum(1e-10 * np.abs(ref), spread))
+    assert np.sum(spread <= 1e-12 * np.abs(ref)) >= len(orders) // 2  # mostly determined
 
 
 def test_pruned_evaluation_equals_full_min() -> None:
