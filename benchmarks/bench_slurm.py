@@ -150,8 +150,10 @@ class SqueueRecorder(threading.Thread):
         )
         for line in proc.stdout.splitlines():
             jobid, name, start, end, state, comment = line.split("|", 5)
-            self.jobs[jobid] = {"name": name, "start": start, "end": end, "state": state,
-                                "comment": comment}
+            if "[" in jobid:  # the still-pending rest of an array ("12_[3-24]"), not a job
+                continue
+            self.jobs[jobid] = {"id": jobid, "name": name, "start": start, "end": end,
+                                "state": state, "comment": comment}
 
     def run(self) -> None:
         while not self.stop.is_set():
@@ -173,15 +175,18 @@ def shard_compute_seconds(results: Path) -> tuple[int, float]:
 
 
 def mode_profile(mode: str, folder: Path) -> Path:
-    """The SLURM profile as shipped (group), with bundles of N (group:N), or with simulate
-    jobs submitted as one SLURM array (array)."""
+    """The SLURM profile as shipped (group), with bundles of N (group:N), with simulate jobs
+    submitted as one SLURM array (array), or one SLURM job per shard (single)."""
     config = yaml.safe_load((PROFILE / "config.yaml").read_text())
     if mode.startswith("group:"):
         config["group-components"] = {"sims": int(mode.split(":", 1)[1])}
-    elif mode == "array":
+    elif mode in ("array", "single"):
         config.pop("groups", None)
         config.pop("group-components", None)
-        config["slurm-array-jobs"] = "simulate"
+        if mode == "array":
+            config["slurm-array-jobs"] = "simulate"
+    elif mode != "group":
+        raise SystemExit(f"unknown mode {mode!r}")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return folder
@@ -233,6 +238,7 @@ def cluster_run(mode: str, targets: list[str], timeout: float) -> dict:
     return {
         "mode": mode,
         "sweep_wall_seconds": round(wall, 1),
+        "sbatch_submissions": len({j["id"].split("_")[0] for j in mine}),
         "slurm_jobs": len(mine),
         "slurm_jobs_for_simulate": len(sims),
         "shards": n_shards,
@@ -247,7 +253,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="group,array",
                         help="comma-separated cluster modes: group (the profile), group:N "
-                        "(bundles of N), array, or none")
+                        "(bundles of N), array, single (one job per shard), or none")
     parser.add_argument("--experiments", default="glm_table2,linear_fig2",
                         help="synthetic smoke experiments whose shards the cluster runs "
                         "compute (comma-separated, or 'all')")
@@ -286,8 +292,9 @@ def main() -> int:
         if "timed_out_after_seconds" in result:
             print(f"  timed out after {args.timeout:.0f} s")
             continue
-        print(f"  {result['sweep_wall_seconds']:.0f} s in all; {result['slurm_jobs']} "
-              f"SLURM jobs ({result['slurm_jobs_for_simulate']} for {result['shards']} shards); "
+        print(f"  {result['sweep_wall_seconds']:.0f} s in all; {result['sbatch_submissions']} "
+              f"sbatch calls, {result['slurm_jobs']} SLURM jobs/array tasks for "
+              f"{result['shards']} shards; "
               f"overhead {result['overhead_per_shard_seconds']} s per shard "
               f"(allocation {result['simulate_allocation_seconds']} s, shard compute "
               f"{result['shard_compute_seconds']} s)")
