@@ -51,7 +51,7 @@ class GLMUCB(Policy):
     θ̂, capped at ‖θ‖ ≤ `newton_cap`·S) or "compat" (the authors' L-BFGS-B with the
     Bernoulli-NLL/canonical-gradient pair, result used even when scipy reports failure). Newton
     is the default because compat is over ten times slower (T = 5000, d = 3, K = 20: about
-    36 s against 2.7 s of CPU per run, growing as T^1.7 against T^1.2); on Table 2 (probit,
+    8.6 s against 0.6 s of CPU per run, growing as T^1.7 against T^1.2); on Table 2 (probit,
     S = 2) both give the same final regret within noise although the inconsistent probit pair
     makes about half of the compat fits end in a failed line search;
     `sqrt_log_t_for_all` — bonus factor sqrt(ln t) for every family (the reference applies it
