@@ -105,5 +105,3 @@ def verdict_table(rep: dict[str, Any]) -> str:
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{longtable}"]
     return "\n".join(lines) + "\n"
-
-
