@@ -50,6 +50,10 @@ def test_list_names_every_audit(capsys: pytest.CaptureFixture) -> None:
         (["audit", "laplace", "--eps", "1", "--delta", "0", "--confidence", "2"],
          "confidence = 2.0"),
         (["audit", "nope", "--eps", "1", "--delta", "0"], "unknown audit 'nope'"),
+        (["audit", "gaussian", "--eps", "1", "--delta", "0"],
+         "delta = 0.0 is not allowed for the Gaussian mechanism; must be > 0"),
+        (["audit", "tree", "--eps", "1", "--delta", "0"],
+         "delta = 0.0 is not allowed for the tree; must be > 0"),
     ],
 )
 def test_bad_flags_give_one_error_line(

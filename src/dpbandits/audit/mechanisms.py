@@ -17,6 +17,12 @@ from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 CHUNK = 250_000
 
 
+def _require_positive_delta(delta: float, mechanism: str) -> None:
+    """One error line when an (ε, δ) mechanism is audited at δ ≤ 0."""
+    if delta <= 0:
+        raise ConfigError(f"delta = {delta!r} is not allowed for {mechanism}; must be > 0")
+
+
 def _chunks(runs: int) -> list[int]:
     """Split `runs` into chunks so that peak memory stays bounded for matrix-valued outputs."""
     full, rest = divmod(runs, CHUNK)
@@ -34,9 +40,7 @@ def gaussian(
     epsilon: float, delta: float, runs: int, rng: np.random.Generator, *, noise_scale: float = 1.0
 ) -> AuditSamples:
     """f(D0) = 0, f(D1) = Δ = 1 (ℓ2 sensitivity); output f(D) + N(0, σ²) (Bun–Steinke Prop 1.6)."""
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for the Gaussian mechanism; "
-                          "must be > 0")
+    _require_positive_delta(delta, "the Gaussian mechanism")
     sigma = gaussian_sigma(1.0, rho_from_epsilon(epsilon, delta)) * noise_scale
     return AuditSamples(
         scores0=rng.normal(0.0, sigma, runs),
@@ -95,8 +99,7 @@ def shuffle_laplace(
     """
     from dpbandits.privacy.amplification import local_epsilon
 
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for shuffling; must be > 0")
+    _require_positive_delta(delta, "shuffling")
     eps0 = local_epsilon(epsilon, int(n), delta)
     scale = laplace_scale(1.0, eps0) * noise_scale
     counts = np.full(runs, int(n))
@@ -135,8 +138,7 @@ def tree(
     """
     from dpbandits.privacy.tree import MatrixTree, tree_sigma
 
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for the tree; must be > 0")
+    _require_positive_delta(delta, "the tree")
     horizon, dim = 4, 2
     sensitivity = np.sqrt(2.0) if accounting == "strict" else 1.0
     sigma = tree_sigma(epsilon, delta, horizon, sensitivity) * noise_scale
@@ -227,8 +229,7 @@ def _batch_release(
     from dpbandits.instances.base import ProblemInfo
     from dpbandits.policies.base import get_policy_class
 
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for {name}; must be > 0")
+    _require_positive_delta(delta, name)
     cls = get_policy_class(name)
     batch, dim = 4, 2
     problem = ProblemInfo(family="linear", d=dim, K=2, horizon=batch, S=1.0)
@@ -285,8 +286,7 @@ def vector_sum_audit(
     """
     from dpbandits.privacy.vector_sum import CB_PRACTICAL, CB_THEORY, vector_sum, vector_sum_params
 
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for vector summation; must be > 0")
+    _require_positive_delta(delta, "vector summation")
     n, bound = 4, 1.0
     if accounting == "strict":
         params = vector_sum_params(n, 1, bound, epsilon, delta, c_b=CB_THEORY, log_arg="theory")
@@ -340,8 +340,7 @@ def dpsgd_audit(
     from dpbandits.links import get_link
     from dpbandits.privacy.dpsgd import dpsgd_fit, noisy_gd_fit
 
-    if delta <= 0:
-        raise ConfigError(f"delta = {delta!r} is not allowed for DP-SGD; must be > 0")
+    _require_positive_delta(delta, "DP-SGD")
     if accounting == "paper" and noise_scale != 1.0:
         raise ConfigError("noise_scale is not supported for the paper-mode DP-SGD audit; must be 1")
     link = get_link("linear")
