@@ -50,6 +50,11 @@ def caught_mid_job(workdir: Path, shards: list[str]) -> bool:
     return len(written) > KILL_AFTER and bool(incomplete_outputs(workdir) & written)
 
 
+def temporaries(workdir: Path) -> list[str]:
+    """Hidden temporary files of writers under the results folder."""
+    return sorted(p.name for p in (workdir / "results").rglob(".*.tmp*"))
+
+
 def simulate_jobs_run(log: str) -> int:
     match = re.search(r"^simulate\s+(\d+)$", log, flags=re.MULTILINE)
     return int(match.group(1)) if match else 0
@@ -81,7 +86,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     on_disk = {s: os.stat(workdir / s) for s in shards if (workdir / s).is_file()}
     in_flight = incomplete_outputs(workdir) & set(shards)
-    leftovers = sorted(p.name for p in (workdir / "results").rglob(".*.tmp*"))
+    leftovers = temporaries(workdir)
 
     unlock = subprocess.run(snakemake(workdir, "--unlock"), cwd=workdir, env=env,
                             capture_output=True, text=True, timeout=300)
@@ -91,7 +96,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     return {"workdir": workdir, "shards": shards, "on_disk": on_disk, "in_flight": in_flight,
             "leftovers": leftovers, "rerun_log": rerun.stdout + rerun.stderr,
-            "leftovers_after_rerun": sorted(p.name for p in (workdir / "results").rglob(".*.tmp*"))}
+            "leftovers_after_rerun": temporaries(workdir)}
 
 
 def test_killed_run_left_finished_shards_and_one_unclosed(interrupted: dict):
