@@ -179,6 +179,11 @@ def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
     shards = []
     for alg in algorithms:
         cls = get_policy_class(alg["policy"])
+        try:
+            cls.check_accounting(alg["params"], alg["accounting"])
+        except ConfigError as exc:
+            raise ConfigError(f"config error at experiments/{name}/algorithms "
+                              f"({alg['label']}): {exc}") from None
         if cls.private and not exp.get("epsilons"):
             raise ConfigError(f"config error at experiments/{name}/epsilons: algorithm "
                               f"{alg['label']} is private and needs a non-empty epsilon grid")

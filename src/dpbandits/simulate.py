@@ -12,6 +12,7 @@ import numpy as np
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies.base import ACCOUNTING_MODES, get_policy_class
+from dpbandits.runner import run_policy
 from dpbandits.seeding import policy_rng
 from dpbandits.storage import ShardData
 
@@ -94,14 +95,13 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
             accounting=spec.get("accounting", "strict"),
             **spec.get("params", {}),
         )
-        play = getattr(env, "play", None)  # replay environments drive the policy themselves
-        result = play(policy) if callable(play) else policy.run(env)
+        result = run_policy(policy, env)
         if result.regret.shape != (horizon,) or result.reward.shape != (horizon,):
             raise RuntimeError(f"{spec['algorithm']} returned a trace of the wrong length")
         rows["regret"].append(np.cumsum(result.regret)[index])
         rows["reward"].append(np.cumsum(result.reward)[index])
         diag = dict(result.diagnostics)
-        if policy.ledger is not None:
+        if policy.ledger is not None:  # finished and checked by the runner
             eps_spent, delta_spent = policy.ledger.spent()
             diag.update(epsilon_spent=eps_spent, delta_spent=delta_spent)
             rows["ledger"].append(policy.ledger.to_json())

@@ -12,6 +12,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.instances.replay import arm_features
 from dpbandits.policies.uniform import Uniform
+from dpbandits.runner import run_policy
 
 N_USERS, N_ITEMS, K_SVD = 60, 25, 4
 
@@ -141,7 +142,7 @@ def test_play_follows_the_replay_protocol(files):
     inst = make(files, horizon=120, warm_start=0.0)
     env = inst.environment(2)
     policy = Recorder(inst.info, np.random.default_rng(9))
-    result = env.play(policy)
+    result = run_policy(policy, env)
     steps = int(result.diagnostics["replay_steps"])
     assert policy.begun and policy.finished
     assert len(policy.selects) == steps and len(policy.updates) == 120
@@ -168,7 +169,8 @@ def test_uniform_choice_accepts_one_in_K_and_sees_the_log_ctr(files):
     inst = make(files, generator="jester_replay", horizon=250, threshold=2.5)
     accept, ctr = [], []
     for trial in range(4):
-        res = inst.environment(trial).play(Uniform(inst.info, np.random.default_rng(trial)))
+        res = run_policy(Uniform(inst.info, np.random.default_rng(trial)),
+                         inst.environment(trial))
         accept.append(res.diagnostics["accept_rate"])
         ctr.append(res.diagnostics["ctr"])
     steps = 250 / np.mean(accept)
@@ -177,13 +179,10 @@ def test_uniform_choice_accepts_one_in_K_and_sees_the_log_ctr(files):
     assert np.mean(ctr) == pytest.approx(p, abs=5 * np.sqrt(p * (1 - p) / 1000))
 
 
-def test_pull_of_a_non_logged_arm_and_an_exhausted_log_are_errors(files):
+def test_an_exhausted_log_is_an_error(files):
     inst = make(files, horizon=10_000)
-    env = inst.environment(0)
-    with pytest.raises(DataError, match="play"):
-        env.pull(0, (env.logged_index(0) + 1) % inst.K)
     with pytest.raises(DataError, match="replay log exhausted"):
-        env.play(Uniform(inst.info, np.random.default_rng(0)))
+        run_policy(Uniform(inst.info, np.random.default_rng(0)), inst.environment(0))
 
 
 def test_rated_candidates_come_from_the_users_ratings(files):

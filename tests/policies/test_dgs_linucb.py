@@ -7,10 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits.instances.base import ProblemInfo
+from dpbandits.contract import ProblemInfo
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.privacy.zcdp import rho_from_epsilon
+
+from helpers import assert_snapped_calibration
 
 DELTA = 1e-5
 
@@ -31,8 +33,8 @@ def test_sigma_follows_lambda_min_every_round_and_ledger_sums_to_rho() -> None:
     for t in range(120):
         arms = env.arms(t)
         i = pol.select(t, arms)
-        assert pol.last_sigma == pytest.approx(
-            math.sqrt(120 / (2 * rho)) / np.linalg.eigvalsh(a)[0], rel=1e-9)
+        formula = math.sqrt(120 / (2 * rho)) / np.linalg.eigvalsh(a)[0]
+        assert_snapped_calibration(pol.last_sigma, formula, math.sqrt(120 / (2 * rho)), 20)
         pol.update(t, arms[i], env.pull(t, i)[0])
         a += np.outer(arms[i], arms[i])
     pol.finish()

@@ -10,8 +10,8 @@ from scipy.linalg import sqrtm
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import make_policy
 from dpbandits.policies.ecolog import (

@@ -9,7 +9,7 @@ import pytest
 from scipy import stats
 
 from dpbandits.design import compute_design
-from dpbandits.errors import ConfigError
+from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.elimination import (
@@ -21,6 +21,8 @@ from dpbandits.policies.elimination import (
 )
 from dpbandits.privacy.amplification import closed_form_epsilon, closed_form_inverse
 from dpbandits.privacy.shuffler import Shuffler, per_action_sums
+
+from helpers import assert_snapped_calibration
 
 NAMES = {
     "nonprivate": "PhasedElimination",
@@ -123,7 +125,7 @@ def noise_sums(mode: str, counts: np.ndarray, explicit: bool, reps: int, eps: fl
     )
     means = np.array([0.3, -0.2])
     n_i = int(counts.sum())
-    scale = None
+    scale = 1.0 / eps  # Δ = 1: one Laplace per core sum (central)
     if mode in ("local", "shuffled"):
         eps0 = eps if mode == "local" else closed_form_inverse(eps, n_i, 1e-6)
         scale = 1.0 / eps0
@@ -237,13 +239,21 @@ def test_rewards_are_realised_and_exploit_rewards_unused() -> None:
 
 
 def test_ledgers() -> None:
+    """One entry per batch, on that batch's rewards; the total is composed from the entries."""
     env = instance(10**5).environment(0)
-    policy, _ = run("central", env, eps=0.5)
-    assert policy.ledger.spent() == (0.5, 0.0)
-    assert len(policy.ledger.entries) == len(policy.events()["batch_size"])
-    policy, _ = run("local", env, eps=2.0)
-    assert policy.ledger.spent() == (2.0, 0.0)
+    for mode, eps in (("central", 0.5), ("local", 2.0)):
+        policy, _ = run(mode, env, eps=eps, accounting="strict")
+        entries = policy.ledger.entries
+        assert len(entries) == len(policy.events()["batch_size"])
+        assert [e.partition for e in entries] == [f"batch {i}" for i in
+                                                  range(1, len(entries) + 1)]
+        assert all(e.epsilon == pytest.approx(e.sensitivity / e.noise_scale) for e in entries)
+        assert policy.ledger.spent() == pytest.approx((eps, 0.0))
     policy, _ = run("shuffled", env, eps=0.5)
+    eps_spent, delta_spent = policy.ledger.spent()
+    assert eps_spent == math.inf  # paper mode: unclipped rewards have no bounded sensitivity
+    assert "not clipped" in policy.ledger.breaches[0]
+    policy, _ = run("shuffled", env, eps=0.5, accounting="strict")
     eps_spent, delta_spent = policy.ledger.spent()
     assert eps_spent <= 0.5 + 1e-9 and delta_spent == 1e-6
     for entry, n_i, eps0 in zip(
@@ -252,15 +262,28 @@ def test_ledgers() -> None:
         policy.events()["local_epsilon"],
         strict=True,
     ):
-        assert entry.epsilon == pytest.approx(closed_form_epsilon(eps0, int(n_i), 1e-6))
-        assert entry.noise_scale == pytest.approx(1.0 / eps0)
+        # Δ = 2B for rewards in [-1, 1], snapped: the scale is 2/ε0 raised by the grid only
+        assert_snapped_calibration(entry.noise_scale, 2.0 / eps0, 1.0 / eps0, 1)
+        actual_eps0 = entry.sensitivity / entry.noise_scale
+        assert actual_eps0 <= eps0
+        assert entry.epsilon == pytest.approx(closed_form_epsilon(actual_eps0, int(n_i), 1e-6))
+
+
+def test_ledger_composes_what_was_released() -> None:
+    """A batch whose noise is smaller than calibrated shows up as an overspend."""
+    env = instance(10**5).environment(0)
+    policy, _ = run("central", env, eps=0.5, accounting="strict")
+    policy.ledger.entries[2].epsilon *= 2.0  # as if batch 3 had half the noise
+    with pytest.raises(PrivacyBudgetError):
+        policy.ledger.check()
 
 
 def test_strict_accounting_clips_with_doubled_sensitivity() -> None:
     env = instance(5000).environment(0)
     policy, _ = run("central", env, eps=1.0, accounting="strict")
     assert policy.config.clip == 1.0 and policy.config.sensitivity == 2.0
-    assert policy.config.explicit and policy.ledger.entries[0].noise_scale == 2.0
+    assert policy.config.explicit
+    assert_snapped_calibration(policy.ledger.entries[0].noise_scale, 2.0, 1.0, 1)
     with pytest.raises(ConfigError):
         run("local", env, eps=1.0, accounting="strict", sensitivity=1.0)
 
@@ -303,7 +326,7 @@ def test_action_norm_above_one_is_rejected() -> None:
 
 
 def test_horizon_below_one_is_rejected() -> None:
-    from dpbandits.instances.base import ProblemInfo
+    from dpbandits.contract import ProblemInfo
 
     info = ProblemInfo(family="linear", d=2, K=10, horizon=0, S=1.0)
     with pytest.raises(ConfigError) as err:

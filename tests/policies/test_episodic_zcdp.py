@@ -11,6 +11,8 @@ from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.privacy.zcdp import rho_from_epsilon
 
+from helpers import assert_snapped_calibration
+
 DELTA = 1e-5
 PRIVATE = {"epsilon": 1.0, "delta": DELTA}
 
@@ -72,12 +74,14 @@ def test_episodic_forgets_and_uses_episode_sensitivity() -> None:
         a_ep = np.eye(20) + xs.T @ xs
         delta_theta = 1.0 / np.linalg.eigvalsh(a_ep)[0]
         assert sens[k] == pytest.approx(delta_theta, rel=1e-9)
-        assert pol.sigmas[k] == pytest.approx(delta_theta / math.sqrt(2 * rho), rel=1e-9)
-    pol.finish()
-    (entry,) = pol.ledger.entries
-    assert entry.count == len(sens) and entry.rho == pytest.approx(rho)
-    assert entry.sensitivity == pytest.approx(sens.max())
-    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-9)
+        assert_snapped_calibration(pol.sigmas[k], delta_theta / math.sqrt(2 * rho),
+                                   1 / math.sqrt(2 * rho), 20)
+    entries = pol.ledger.entries  # one per episode, each on that episode's rewards only
+    assert len(entries) == len(sens)
+    assert [e.partition for e in entries] == [f"episode {k + 1}" for k in range(len(sens))]
+    assert all(e.rho == pytest.approx(rho) for e in entries)
+    assert [e.sensitivity for e in entries] == pytest.approx(sens.tolist())
+    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-9)  # parallel: ρ, not k·ρ
     counts = pol.events()["release_rewards"]
     assert counts.tolist() == np.diff(switches).tolist()
 

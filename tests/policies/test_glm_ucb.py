@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import dpbandits.policies.glm_ucb as glm_ucb_module
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import make_policy
 from dpbandits.policies.glm_ucb import glm_ucb_c

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import make_policy
 from dpbandits.policies.gloc import gloc_radius_sq

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits.instances.base import ProblemInfo
+from dpbandits.contract import ProblemInfo
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.jdp_linucb import JDPLinUCB, jdp_shift, jdp_sigma
@@ -43,13 +43,13 @@ def test_released_noise_is_the_trees_and_v_is_positive_definite() -> None:
         if t % 37 == 0:
             # the tree only counts leaves here, so its release is its noise plus the shift
             raw = pol.tree.query_raw() - 2 * pol.upsilon * np.eye(21)
-            np.testing.assert_allclose(pol.noise, raw, atol=1e-6)
+            np.testing.assert_allclose(pol.tree_noise, raw, atol=1e-6)
             prefix = np.zeros((21, 21))
             for x, r in zip(played, rewards, strict=True):
                 z = np.append(x, r)
-                prefix += np.outer(z, z)
-            np.testing.assert_allclose(pol.released_sum - pol.noise, prefix, atol=1e-6)
-            np.testing.assert_array_equal(pol.noise, pol.noise.T)
+                prefix += pol.tree.snap(np.outer(z, z))  # on the noise grid in strict mode
+            np.testing.assert_allclose(pol.released_sum - pol.tree_noise, prefix, atol=1e-6)
+            np.testing.assert_array_equal(pol.tree_noise, pol.tree_noise.T)
     assert pol.tree.count == 300 and len(pol.cover) == bin(300).count("1")
     assert pol.diagnostics()["floor_events"] == 0
     v, _ = pol.released()
@@ -66,7 +66,7 @@ def test_node_noise_variance_per_entry() -> None:
         pol = JDPLinUCB(info, np.random.default_rng(rep), epsilon=50.0, delta=0.1)
         for t in range(7):
             pol.update(t, x, 1.0)
-        off[rep], diag[rep] = pol.noise[0, 1], pol.noise[1, 1]
+        off[rep], diag[rep] = pol.tree_noise[0, 1], pol.tree_noise[1, 1]
     s2 = pol.sigma_n**2
     assert off.var() / (3 * s2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / n))
     assert diag.var() / (6 * s2) == pytest.approx(1.0, abs=5 * math.sqrt(2 / n))

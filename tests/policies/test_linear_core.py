@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.policies import make_policy
 from dpbandits.policies.linear_core import (
     cho_solve,
@@ -69,18 +69,18 @@ def test_gram_updates_and_warm_start() -> None:
     pol = make_policy("LinUCB", info, np.random.default_rng(0), lam=2.0, theta0=[1.0, 0, -1])
     np.testing.assert_allclose(pol.b, [2.0, 0, -2.0])
     xs = np.random.default_rng(2).standard_normal((5, 3))
-    for t, x in enumerate(xs):
+    clipped = pol.prepare_arms(xs)  # the runner prepares (clips) arms before select/update
+    for t, x in enumerate(clipped):
         pol.update(t, x, 0.5)
-    clipped = clip_arms(xs)
+    np.testing.assert_array_equal(clipped, clip_arms(xs))
     np.testing.assert_allclose(pol.gram, 2 * np.eye(3) + clipped.T @ clipped)
     np.testing.assert_allclose(pol.b, [2.0, 0, -2.0] + 0.5 * clipped.sum(axis=0))
 
 
-class _Env:
+class _Env(RoundEnvironment):
     def __init__(self, theta0) -> None:
         self.info = ProblemInfo("linear", 2, 2, 3, 1.0)
         self.theta0 = theta0
-        self.horizon = 3
 
     def arms(self, t: int) -> np.ndarray:
         return np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -106,12 +106,11 @@ def test_accepts_any_reward_family() -> None:
         make_policy("LinTS", ProblemInfo(family, 2, 2, 3, 1.0), np.random.default_rng(0))
 
 
-class _RaggedEnv:
+class _RaggedEnv(RoundEnvironment):
     """Arm sets of varying size, rewards outside [0, 1], features outside the unit ball."""
 
     def __init__(self, horizon: int = 60) -> None:
         self.info = ProblemInfo("replay", 3, 6, horizon, 1.0)
-        self.horizon = horizon
         g = np.random.default_rng(0)
         self.sets = [2.0 * g.standard_normal((2 + t % 5, 3)) for t in range(horizon)]
         self.pulled: list[np.ndarray] = []

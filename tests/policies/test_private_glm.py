@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.links import get_link
 from dpbandits.policies import private_glm as pg
@@ -17,6 +17,8 @@ from dpbandits.policies.base import make_policy
 from dpbandits.privacy import accountant
 from dpbandits.privacy.dpsgd import strict_sigma
 from dpbandits.privacy.zcdp import epsilon_from_rho
+
+from helpers import assert_snapped_calibration
 
 DELTA = 0.02
 
@@ -72,8 +74,9 @@ def test_strict_example() -> None:
     """Spec §4.8: ε = 4, δ = 0.02, T = 5000 probit S = 2."""
     pol = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA)
     assert pol.rho_total == pytest.approx(0.697139, rel=1e-5)
-    assert pol.sigma_v == pytest.approx(8.96261, rel=1e-5)
-    assert pol.sigma_h == pytest.approx(1.31538, rel=1e-5)
+    # the published σ's, raised only by the grid rounding of exact noise (d × d leaves)
+    assert_snapped_calibration(pol.sigma_v, 8.96261 * (1 - 5e-6), 8.96261 / math.sqrt(2), 9)
+    assert_snapped_calibration(pol.sigma_h, 1.31538 * (1 - 5e-6), 1.31538 / 0.207554, 9)
     assert pol.const.c2 == 8
     assert strict_sigma(pol.rho_fit2) == pytest.approx(17.2732, rel=1e-5)
     assert 2 * 0.2 * strict_sigma(pol.rho_fit2) == pytest.approx(6.909, rel=1e-4)
@@ -140,13 +143,17 @@ def test_cutoffs_and_stopping(accounting: str, monkeypatch) -> None:
     assert np.sum(ev["fit_kind"] == 0) == c.c1 and np.sum(ev["fit_kind"] == 1) == c.c2
     assert pol.vtree.count == pol.htree.count == horizon
     warm = len(pol.warmup_times)
-    assert warm == pol.n1 + pol.discarded
-    assert pol.n_w == c.c1
-    if accounting == "paper":  # Criterion-I samples also go to Z_nw (the authors' code)
+    assert warm == pol.n_w + pol.discarded
+    if accounting == "paper":  # a fit after each Criterion-I sample; they also go to Z_nw
+        assert pol.n_w == c.c1
         assert pol.n_nw == horizon - pol.discarded
-    else:  # strict: Z_nw = [t] \ T_o
+    else:  # strict: Z_nw = [t] \ T_o; the k-th θ_w fit once the released count − E ≥ k
         assert pol.n_nw == horizon - warm
         assert np.linalg.norm(pol.theta_w) <= inst.S + 1e-12
+        counts = ev["warmup_fit_counts"]
+        assert np.all(counts - pol.count_margin >= np.arange(1, c.c1 + 1))
+        assert pol.n_w >= c.c1 + pol.count_margin - 4 * pol.sigma_count * math.sqrt(
+            pol.height)  # the released count is within a few noise sd of the true one
 
 
 def test_paper_ledger_reports_claimed_and_actual(monkeypatch) -> None:
@@ -165,11 +172,13 @@ def test_paper_ledger_reports_claimed_and_actual(monkeypatch) -> None:
         claimed = float(e.note.split("claimed (")[1].split(",")[0])
         assert e.epsilon > claimed  # σ/2 under replace-one
     spent, delta = ledger.spent()
-    assert spent == pytest.approx(pol._paper_actual_total()[0])
-    assert ledger.declared is not None and "paper" in ledger.declared[2]
+    assert spent == math.inf  # Criterion I and κ, κ* react to one user's contexts
+    assert any("joint DP does not hold" in b for b in ledger.breaches)
+    assert ledger.claim is not None and ledger.claim[0] == eps
     d = pol.diagnostics()
     assert d["epsilon_claimed_worst"] == pytest.approx(4 * eps / 3)
-    assert d["epsilon_actual"] == pytest.approx(spent)
+    assert d["epsilon_actual"] == pytest.approx(pol._paper_actual_total()[0])
+    assert f"{d['epsilon_actual']:.6g}" in ledger.claim[2]
 
 
 def test_strict_ledger_never_exceeds_the_budget() -> None:
@@ -229,3 +238,60 @@ def test_bad_input_is_one_line(kwargs: dict) -> None:
     with pytest.raises(ConfigError) as err:
         pg.PrivateGLM(_info(), np.random.default_rng(0), **args)
     assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("accounting", ["paper", "strict"])
+def test_criterion_two_is_checked_in_criterion_one_rounds_only_in_strict(accounting: str,
+                                                                           monkeypatch) -> None:
+    """Strict: a user's own contexts (Criterion I) cannot decide whether the check runs."""
+    inst = GLMInstance("logistic", 2, 5, 1.0, 300, 3)
+    info = dataclasses.replace(inst.info, kappa=2000.0, kappa_pub=2000.0)
+    pol = pg.PrivateGLM(info, np.random.default_rng(0), epsilon=50.0, delta=DELTA,
+                        accounting=accounting, zeta=0.5)
+    checked: list[int] = []
+    original = pg.PrivateGLM._criterion_two
+
+    def watched(self, t: int) -> None:
+        checked.append(t)
+        original(self, t)
+
+    monkeypatch.setattr(pg.PrivateGLM, "_criterion_two", watched)
+    pol.run(inst.environment(0))
+    warm = set(pol.warmup_times)
+    assert warm  # Criterion I fired
+    if accounting == "strict":
+        assert checked == list(range(inst.horizon))
+    else:
+        assert set(checked) == set(range(inst.horizon)) - warm
+
+
+def test_strict_clips_contexts_paper_does_not() -> None:
+    arms = np.array([[3.0, 4.0, 0.0], [0.1, 0.2, 0.2]])
+    strict = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA)
+    np.testing.assert_allclose(strict.prepare_arms(arms), [[0.6, 0.8, 0.0], [0.1, 0.2, 0.2]])
+    paper = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA,
+                          accounting="paper")
+    assert paper.prepare_arms(arms) is arms
+
+
+def test_warmup_count_margin_bounds_the_counter_noise() -> None:
+    """Over many counters with no warm-up round, no released count exceeds the margin E
+    more often than ζ; a margin of E/3 is exceeded (negative control)."""
+    from dpbandits.privacy.tree import MatrixTree, tree_sigma_from_rho
+
+    horizon, zeta = 64, 0.2
+    sigma = tree_sigma_from_rho(0.05, horizon, 1.0)
+    margin = pg.warmup_count_margin(sigma, horizon, zeta)
+    rng = np.random.default_rng(3)
+    exceed = exceed_third = 0
+    runs = 400
+    for _ in range(runs):
+        tree = MatrixTree(horizon, 1, sigma, rng)
+        peak = -math.inf
+        for _ in range(horizon):
+            tree.update(None)
+            peak = max(peak, float(tree.query_raw()[0, 0]))
+        exceed += peak >= margin
+        exceed_third += peak >= margin / 3
+    assert exceed / runs <= zeta
+    assert exceed_third / runs > zeta

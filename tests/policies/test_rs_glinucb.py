@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import dpbandits.policies.rs_glinucb as rs_module
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import logdet
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import make_policy
 from dpbandits.policies.rs_glinucb import rs_lambda_t2

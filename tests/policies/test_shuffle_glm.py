@@ -66,9 +66,11 @@ def test_run_ledger_and_batches() -> None:
     assert pol.batch == len(pol.lengths)
     assert len(pol.theta) == len(pol.lengths) - 1
     ledger = pol.ledger
-    assert ledger is not None and ledger.declared is not None
     eps, delta = ledger.spent()
     assert eps <= 4.0 * (1 + 1e-9) and delta <= DELTA * (1 + 1e-9)
+    parts = ledger.partition_costs()  # one partition per batch that released something
+    assert sorted(parts) == [f"batch {k}" for k in range(1, len(pol.lengths))]
+    assert eps == pytest.approx(max(c.epsilon for c in parts.values()))
     comps = [e.component for e in ledger.entries]
     assert comps.count("batch 1 Gram matrix") == 1 and "batch 2 estimate" in comps
     for e in ledger.entries:
@@ -79,9 +81,25 @@ def test_run_ledger_and_batches() -> None:
 
 
 def test_practical_constant_declares_no_guarantee() -> None:
-    pol, inst = _policy(400, 2.0, c_b=1.0, log_arg="practical", gd_max_iters=50)
+    pol, inst = _policy(400, 2.0, c_b=1.0, log_arg="practical", gd_max_iters=50,
+                        accounting="paper")
     pol.run(inst.environment(0))
     assert pol.ledger.spent()[0] == math.inf
+    assert "no formal guarantee" in pol.ledger.breaches[0]
+
+
+@pytest.mark.parametrize("params", [{"c_b": 1.0}, {"log_arg": "practical"},
+                                    {"c_b": 1.0, "log_arg": "practical"}])
+def test_strict_refuses_constants_without_a_guarantee(params: dict) -> None:
+    with pytest.raises(ConfigError, match="not allowed with accounting = strict") as err:
+        _policy(100, 2.0, **params)
+    assert "\n" not in str(err.value)
+
+
+def test_strict_clips_contexts_to_the_unit_ball() -> None:
+    pol, _ = _policy(100, 2.0)
+    arms = np.array([[3.0, 4.0, 0.0], [0.1, 0.2, 0.2]])
+    np.testing.assert_allclose(pol.prepare_arms(arms), [[0.6, 0.8, 0.0], [0.1, 0.2, 0.2]])
 
 
 def test_regret_is_sublinear_with_negligible_noise() -> None:
@@ -91,7 +109,7 @@ def test_regret_is_sublinear_with_negligible_noise() -> None:
     T ≈ 2·10⁴ before elimination bites; see benchmarks/bench_private_glm.py).
     """
     pol, inst = _policy(3000, 1e6, c_b=1.0, log_arg="practical", gd_max_iters=300,
-                        lambda_base=1.0, gamma=1.0)
+                        lambda_base=1.0, gamma=1.0, accounting="paper")
     regret = pol.run(inst.environment(0)).regret
     assert regret[1500:].mean() < regret[:1500].mean()
 

@@ -1,4 +1,4 @@
-"""Shuffle vector summation P_vec and SymSum (glm spec §5.5, §7 item 24)."""
+"""Shuffle vector summation P_vec (Cheu–Joseph–Mao–Peng 2022) and SymSum; exact large counts."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ import pytest
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.vector_sum import (
+    BINOMIAL_CHUNK,
+    EXACT_BINOMIAL_MAX,
+    VectorSumParams,
     run_protocol,
     sym_sum,
     vector_sum,
@@ -90,6 +93,90 @@ def test_sym_sum_is_symmetric_and_unbiased() -> None:
         draws.append(m)
     mean = np.mean(draws, axis=0)
     assert np.all(np.abs(mean - truth) < 5 * p.noise_sd / math.sqrt(2000))
+
+
+USERS = np.array([[0.3, -0.4, 0.1], [0.0, 0.5, -0.5], [-0.2, 0.1, 0.9]])
+
+
+def test_outputs_below_1e15_trials_are_unchanged() -> None:
+    """Bitwise the values the single-draw path gave before large counts were made exact."""
+    cases = [
+        (vector_sum_params(3, 3, 1.0, 1.0, 0.01), 11, [1754.0625, 54.5625, 874.5625]),
+        (vector_sum_params(3, 3, 1.0, 2.0, 1e-3, c_b=1.0, log_arg="practical"), 12,
+         [2.625, -1.875, 0.625]),
+        (VectorSumParams(3, 3, 1.0, 1.0, 0.01, 4, 333333333333333), 13,
+         [9464670.0625, -3197304.4375, -1785233.9375]),  # n·b = 10^15 − 1
+    ]
+    for params, seed, expected in cases:
+        assert params.n * params.b <= EXACT_BINOMIAL_MAX
+        out = vector_sum(USERS, params, np.random.default_rng(seed))
+        assert out.tolist() == expected
+
+
+class RecordingRng:
+    """A Generator stand-in that records binomial draws and refuses every other sampler."""
+
+    def __init__(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+        self.binomial_calls: list[tuple[int, tuple[int, ...]]] = []
+
+    def random(self, size: tuple[int, ...]) -> np.ndarray:
+        return self._rng.random(size)
+
+    def binomial(self, n: int, p: float, size: int | tuple[int, ...]) -> np.ndarray:
+        self.binomial_calls.append((int(n), (size,) if isinstance(size, int) else tuple(size)))
+        return self._rng.binomial(n, p, size=size)
+
+    def __getattr__(self, name: str) -> None:
+        raise AssertionError(f"vector_sum used rng.{name} (e.g. a normal approximation)")
+
+
+def _large(n: int, b: int) -> VectorSumParams:
+    return VectorSumParams(n, 3, 1.0, 1.0, 0.01, 4, b)
+
+
+def test_large_count_is_a_sum_of_exact_binomial_draws() -> None:
+    """Above 10^15 trials: only binomial draws numpy makes exactly, adding up to n·b trials."""
+    params = _large(5, 400_000_000_002_469)  # n·b = 2·10^15 + 12345
+    rng = RecordingRng(0)
+    vector_sum(USERS[[0, 1, 2, 0, 1]], params, rng)  # type: ignore[arg-type]
+    assert rng.binomial_calls, "no binomial draw at all"
+    per_coordinate = 0
+    for n, shape in rng.binomial_calls:
+        assert n <= BINOMIAL_CHUNK <= 2**53  # numpy's binomial is exact only below 2^53
+        assert shape[-1] == params.dim
+        per_coordinate += n * (shape[0] if len(shape) == 2 else 1)
+    assert per_coordinate == params.n * params.b
+    huge = _large(3, 10**20)  # 3·10^5 chunks, drawn in blocks
+    rng = RecordingRng(1)
+    vector_sum(USERS, huge, rng)  # type: ignore[arg-type]
+    assert sum(n * (s[0] if len(s) == 2 else 1) for n, s in rng.binomial_calls) == 3 * 10**20
+
+
+def test_large_count_stays_on_the_protocols_lattice() -> None:
+    """With n·b·p an integer the analyzer's Y_j − p·n·b is an integer: (ŝ + nL)·g/L ∈ ℤ.
+
+    A normal approximation of the blanket count would leave this lattice.
+    """
+    params = _large(4, 10**15 + 3)  # n·b·p = 10^15 + 3
+    rng = np.random.default_rng(2)
+    users = np.vstack([USERS, USERS[:1]])
+    for _ in range(50):
+        out = vector_sum(users, params, rng)
+        counts = (out + params.n * params.bound) * params.g / params.bound
+        assert np.array_equal(counts, np.round(counts))
+
+
+def test_large_count_mean_and_variance() -> None:
+    """Unbiased with the exact variance (L/g)²(n·b·p(1−p) + Σ f(1−f)) at n·b ≈ 3·10^15."""
+    params = _large(3, 10**15 + 7)
+    rng = np.random.default_rng(3)
+    runs = np.array([vector_sum(USERS, params, rng) for _ in range(4000)])
+    scaled = (USERS + params.bound) * params.g / params.bound
+    var = params.variance(scaled - np.floor(scaled))
+    assert np.all(np.abs(runs.mean(axis=0) - USERS.sum(axis=0)) < 4 * np.sqrt(var / len(runs)))
+    rel_se = math.sqrt(2.0 / (len(runs) - 1))
+    assert np.all(np.abs(runs.var(axis=0, ddof=1) / var - 1) < 5 * rel_se)
 
 
 @pytest.mark.parametrize("kwargs", [{"epsilon": 0.0}, {"epsilon": 16.0}, {"delta": 1.0},

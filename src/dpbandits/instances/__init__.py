@@ -1,6 +1,6 @@
-"""Problem instances: synthetic GLM and linear instances, replay environments."""
+"""Problem instances: synthetic GLM, linear and pool instances, replay environments."""
 
-from dpbandits.instances.base import Environment, ProblemInfo
+from dpbandits.contract import ProblemInfo
 from dpbandits.instances.glm import GLMInstance
 
-__all__ = ["Environment", "GLMInstance", "ProblemInfo"]
+__all__ = ["GLMInstance", "ProblemInfo"]

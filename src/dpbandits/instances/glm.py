@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.registry import generator
 from dpbandits.links import Link, get_link
 from dpbandits.seeding import reward_rng
@@ -122,7 +122,7 @@ class GLMInstance:
         return GLMEnvironment(self, self.reward_table(trial))
 
 
-class GLMEnvironment:
+class GLMEnvironment(RoundEnvironment):
     """Round-by-round view of a GLM instance with a pre-drawn reward table."""
 
     def __init__(self, instance: GLMInstance, rewards: np.ndarray) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from dpbandits.contract import FixedActionEnvironment, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.registry import generator
 from dpbandits.seeding import instance_rng, reward_rng
 
@@ -114,7 +114,7 @@ class LinearInstance:
         }
 
 
-class LinearEnvironment:
+class LinearEnvironment(FixedActionEnvironment):
     """A fixed action set with Gaussian rewards r = ⟨θ*, a⟩ + σ η (linear spec §1).
 
     Batched policies use `actions`, `means`, `noise_sd` and `noise_rng()` (a fresh generator on

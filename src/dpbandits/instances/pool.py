@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit
 
+from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.registry import generator
 from dpbandits.links import get_link
 from dpbandits.seeding import reward_rng
@@ -104,7 +104,7 @@ class PoolInstance:
                 "S": float(self.S), "per_trial": float(self.per_trial)}
 
 
-class PoolEnvironment:
+class PoolEnvironment(RoundEnvironment):
     """Round-by-round view of one trial of a pool instance (pre-drawn tables)."""
 
     def __init__(self, info: ProblemInfo, theta: np.ndarray, pool: np.ndarray,
@@ -134,6 +134,11 @@ class PoolEnvironment:
     def sum_uniform(self) -> float:
         """Σ_t mean_a μ_{t,a}: the expected reward of uniform choice."""
         return float(self.means.mean(axis=1).sum())
+
+    def reference_rewards(self, regret: np.ndarray) -> dict[str, float]:
+        """Expected reward Σ μ_{t,a_t} = Σ best − regret and uniform choice's reward (NP%)."""
+        return {"expected_reward": self.sum_best - float(regret.sum()),
+                "random_reward": self.sum_uniform}
 
     def arms(self, t: int) -> np.ndarray:
         return self.contexts[t]

@@ -9,27 +9,25 @@ vectors of P_u ⊙ Q_a (or [P_u; Q_a]) from the rank-k SVD factors. Candidate dr
 order come from `reward_rng(seed, trial)`, so every algorithm sees the same trial.
 
 Such a log has no pseudo-regret: the per-round regret trace is 0 and the metric is the CTR of
-the counted rounds. `play(policy)` drives a policy through the replay (select on every step,
-update only on counted steps); the accept rate and CTR go into the diagnostics.
+the counted rounds. The runner drives a policy through the replay (select on every step, update
+only on counted steps); the accept rate and CTR go into the diagnostics.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
 from pathlib import Path
 from typing import Any
 
 import h5py
 import numpy as np
 
+from dpbandits.contract import ProblemInfo, ReplayEnvironment
 from dpbandits.data import DataError
 from dpbandits.data.svd import read_factors
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.instances.registry import generator
-from dpbandits.policies.base import Policy, RunResult
 from dpbandits.seeding import reward_rng
 
 log = logging.getLogger(__name__)
@@ -200,11 +198,11 @@ class ReplayInstance:
                 "replay_events": float(self.n_steps), "warm_events": float(self.n_warm),
                 "log_ctr": float(self.reward.mean())}
 
-    def environment(self, trial: int) -> ReplayEnvironment:
-        return ReplayEnvironment(self, trial)
+    def environment(self, trial: int) -> RatingReplay:
+        return RatingReplay(self, trial)
 
 
-class ReplayEnvironment:
+class RatingReplay(ReplayEnvironment):
     """One trial of a replay: step-indexed candidate sets drawn lazily in fixed-size chunks."""
 
     def __init__(self, instance: ReplayInstance, trial: int) -> None:
@@ -310,46 +308,14 @@ class ReplayEnvironment:
                                                   inst.feature_map, inst.normalize))
         return self._features[1][offset]
 
-    def pull(self, step: int, index: int) -> tuple[float, float]:
-        """Reward of the logged item; any other choice has no logged outcome."""
-        if index != self.logged_index(step):
-            raise DataError("a replay environment has no reward for a non-logged arm; drive it "
-                            "with env.play(policy)")
-        return float(self.instance.reward[self.event(step)]), 0.0
+    def logged_reward(self, step: int) -> float:
+        """Reward of the logged item at `step` (any other choice has no logged outcome)."""
+        return float(self.instance.reward[self.event(step)])
 
-    def play(self, policy: Policy) -> RunResult:
-        """Li et al. replay: select on each step, count and update only when the logged arm is
-        picked, until `horizon` rounds are counted. Hooks `begin(env)`/`finish()` are called
-        when the policy has them."""
-        begin = getattr(policy, "begin", None)
-        if callable(begin):
-            begin(self)
-        horizon = self.horizon
-        reward = np.empty(horizon)
-        t = step = 0
-        start = time.perf_counter()
-        while t < horizon:
-            if step >= self.n_steps:
-                raise DataError(
-                    f"replay log exhausted: {t} of horizon {horizon} rounds counted after "
-                    f"{step} steps ({self.instance.ratings_path}); lower horizon or K, or raise "
-                    "max_steps"
-                )
-            arms = self.arms(step)
-            index = int(policy.select(t, arms))
-            if index == self.logged_index(step):
-                r, _ = self.pull(step, index)
-                policy.update(t, arms[index], r)
-                reward[t] = r
-                t += 1
-            step += 1
-        finish = getattr(policy, "finish", None)
-        if callable(finish):
-            finish()
-        wall = time.perf_counter() - start
-        diagnostics = {**policy.diagnostics(), "replay_steps": float(step),
-                       "accept_rate": horizon / step, "ctr": float(reward.mean())}
-        return RunResult(np.zeros(horizon), reward, policy.events(), diagnostics, wall)
+    def exhausted(self, counted: int, steps: int) -> str:
+        return (f"replay log exhausted: {counted} of horizon {self.horizon} rounds counted after "
+                f"{steps} steps ({self.instance.ratings_path}); lower horizon or K, or raise "
+                "max_steps")
 
 
 @generator("movielens_replay")

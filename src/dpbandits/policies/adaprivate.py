@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg.blas import daxpy as axpy
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.policies.base import register
 from dpbandits.policies.linear_core import (
     LinearPolicy,
@@ -65,6 +65,7 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         self.sigma = gaussian_sigma(1.0, self.rho)
         self.q: float | None = None
         self.privacy_setup()
+        self.sigma = self.calibrate_release(self.sigma, 1.0)
         self.sigma_effective = self.sigma if self.q is None else (
             self.sigma / self.q if self.params.get("amp_rescale", True) else self.sigma)
         self.action_setup()
@@ -114,8 +115,12 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
 
     def release(self, t: int) -> None:
         """Release s̃_k = s_k + N(0, σ²I) and fold it into b (÷q for Amp); start the next batch."""
-        noise = self.sigma * self.noise_rng.standard_normal(self.d)
-        released = self.s + noise
+        if self.noise.exact:
+            released = self.gaussian_release(self.s, self.sigma)
+            noise = released - self.s
+        else:
+            noise = self.sigma * self.noise_rng.standard_normal(self.d)
+            released = self.s + noise
         if self.q is not None and self.params.get("amp_rescale", True):
             released = released / self.q
             noise = noise / self.q
@@ -133,19 +138,16 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
             self.include = self.sample_rng.random(self.B) < self.q
 
     def record_release(self, t: int) -> None:
+        """Each reward is in one batch increment (parallel composition, AdaPrivate-TS Thm. 1)."""
+        k = self.group_size
+        note = f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}"
+        if k > 1:
+            note += (f"; user level: up to {k} events of one user cost at most {k}^2 x the "
+                     "per-event rho in all (sum of squares <= square of the sum)")
         self.ledger.add(
-            "gaussian", "b batch increment", sensitivity=1.0, noise_scale=self.sigma,
-            rho=self.rho, note=f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}",
+            "gaussian", "b batch increment", sensitivity=float(k), noise_scale=self.sigma,
+            rho=self.rho * k**2, partition=f"batch {self.batch + 1}", note=note,
         )
-
-    def finish(self) -> None:
-        if self.group_size == 1:
-            self.declare_parallel(self.rho, len(self.batch_ends), "batch increments")
-            return
-        rho_user = self.rho * self.group_size**2
-        self.declare_parallel(rho_user, len(self.batch_ends),
-                              f"batch increments (user level: {self.group_size} events of one "
-                              f"user cost {self.group_size}² × {self.rho:.6g})")
 
     def events(self) -> dict[str, np.ndarray]:
         return {"batch_end": np.asarray(self.batch_ends, dtype=np.int64),
@@ -248,22 +250,11 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         self.ledger.add(
             "poisson-subsampled-gaussian", "b batch increment (÷q after noise)",
             sensitivity=1.0, noise_scale=self.sigma, epsilon=self.epsilon_release,
-            delta=self.delta,
+            delta=self.delta, partition=f"batch {self.batch + 1}",
             note=(f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}; q={self.q}; "
                   f"RDP orders <= {max(self.orders_used)}, alpha*={self.alpha_star}; "
                   f"{self.relation}"),
         )
-
-    def finish(self) -> None:
-        if self.q is None:
-            super().finish()
-            return
-        self.ledger.declare_total(
-            self.epsilon_release, self.delta,
-            f"parallel composition over {len(self.batch_ends)} Poisson-subsampled Gaussian "
-            f"releases on disjoint rewards (RDP, {self.relation}, classic conversion)",
-        )
-        self.ledger.check()
 
     def diagnostics(self) -> dict[str, float]:
         out = super().diagnostics()

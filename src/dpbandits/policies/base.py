@@ -1,37 +1,25 @@
-"""Policy base class, run result, and the name → class registry."""
+"""Policy base class (the lifecycle the runner drives) and the name → class registry."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.contract import FixedActionEnvironment, ProblemInfo, RunResult
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import Environment, ProblemInfo
 from dpbandits.privacy.ledger import PrivacyLedger
 
 ACCOUNTING_MODES = ("strict", "paper")
 
 
-@dataclass
-class RunResult:
-    """What one run of a policy on one environment produced, per round and in summary."""
-
-    regret: np.ndarray
-    reward: np.ndarray
-    events: dict[str, np.ndarray] = field(default_factory=dict)
-    diagnostics: dict[str, float] = field(default_factory=dict)
-    wall_time: float = 0.0
-
-
 class Policy:
-    """A bandit policy: `select(t, arms)` then `update(t, x, r)` each round.
+    """A bandit policy: `begin(env)`, then `select(t, arms)` and `update(t, x, r)` each round,
+    then `finish()`; the runner drives it (docs/architecture.md).
 
     Subclasses declare `defaults` (every allowed hyper-parameter with its default); unknown
-    parameters are rejected by name. Batched policies override `run` with an exact vectorised
-    path. Private policies set `private = True` and keep `self.ledger`.
+    parameters are rejected by name. Private policies set `private = True`; their ledger is
+    created here and is never None.
     """
 
     name: ClassVar[str] = ""
@@ -77,11 +65,29 @@ class Policy:
             check_privacy_parameters(epsilon, delta)
             self.ledger = PrivacyLedger(float(epsilon), float(delta), accounting)  # type: ignore[arg-type]
 
+    @classmethod
+    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
+        """Reject parameters the accounting mode does not allow (checked before any job runs)."""
+
+    def begin(self, env: Any) -> None:
+        """Called by the runner before the first round (read what the run needs from env)."""
+
+    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+        """The arm features the policy acts on, from the environment's (e.g. clipped)."""
+        return arms
+
+    def prepare_table(self, table: np.ndarray) -> np.ndarray | None:
+        """`prepare_arms` of a whole pre-drawn (T, K, d) table at once, or None (per round)."""
+        return None
+
     def select(self, t: int, arms: np.ndarray) -> int:
         raise NotImplementedError
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         raise NotImplementedError
+
+    def finish(self) -> None:
+        """Called by the runner after the last round: final releases, closing ledger entries."""
 
     def events(self) -> dict[str, np.ndarray]:
         """Variable-length event records (e.g. switch times) stored with the trace."""
@@ -91,21 +97,25 @@ class Policy:
         """Scalar diagnostics (counts of fits, warm-up rounds, solver failures...)."""
         return {}
 
-    def run(self, env: Environment) -> RunResult:
-        """Play every round of `env` (0-based t) and return the per-round trace."""
-        horizon = env.horizon
-        regret = np.empty(horizon)
-        reward = np.empty(horizon)
-        start = time.perf_counter()
-        for t in range(horizon):
-            arms = env.arms(t)
-            index = int(self.select(t, arms))
-            r, reg = env.pull(t, index)
-            regret[t] = reg
-            reward[t] = r
-            self.update(t, arms[index], r)
-        wall = time.perf_counter() - start
-        return RunResult(regret, reward, self.events(), self.diagnostics(), wall)
+    def run(self, env: Any) -> RunResult:
+        """Play every round of `env` through the runner (begin → rounds → finish → ledger)."""
+        from dpbandits.runner import run_policy
+
+        return run_policy(self, env)
+
+
+class BatchedPolicy(Policy):
+    """A policy that plays whole batches at once: the runner hands it the environment."""
+
+    def select(self, t: int, arms: np.ndarray) -> int:
+        raise NotImplementedError(f"{self.name} plays whole batches; run it with the runner")
+
+    def update(self, t: int, x: np.ndarray, r: float) -> None:
+        raise NotImplementedError(f"{self.name} plays whole batches; run it with the runner")
+
+    def play_batched(self, env: FixedActionEnvironment) -> tuple[np.ndarray, np.ndarray]:
+        """Every round of the run at once: (per-round pseudo-regret, per-round reward)."""
+        raise NotImplementedError
 
 
 def check_privacy_parameters(epsilon: float | None, delta: float | None) -> None:

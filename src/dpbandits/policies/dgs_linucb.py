@@ -11,7 +11,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits.instances.base import Environment, ProblemInfo
+from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.policies.base import register
 from dpbandits.policies.linear_core import (
     LinearPolicy,
@@ -58,8 +58,14 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
         """One release per round t: a replay asking again at the same t reuses θ̃_t."""
         factor = cholesky(self.A)
         if self.released is None or self.released[0] != t:
-            self.last_sigma = self.sigma_at()
-            noisy = cho_solve(factor, self.b) + self.last_sigma * self.noise_normals.next()
+            theta_hat = cho_solve(factor, self.b)
+            if self.noise.exact:
+                sensitivity = 1.0 / lambda_min(self.A)
+                self.last_sigma = self.calibrate_release(sensitivity * self.scale, sensitivity)
+                noisy = self.gaussian_release(theta_hat, self.last_sigma)
+            else:
+                self.last_sigma = self.sigma_at()
+                noisy = theta_hat + self.last_sigma * self.noise_normals.next()
             self.released = (t, noisy)
             self.releases += 1
         theta = self.released[1]
@@ -77,7 +83,6 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
                         note=f"sensitivity 1/lambda_min(A_t) <= 1/lambda per round; noise "
                              f"multiplier sqrt(T/(2 rho)) = {self.scale:.6g}; noise_scale is "
                              f"the last sigma_t")
-        self.ledger.check()
 
     def diagnostics(self) -> dict[str, float]:
         return {"rho": self.rho, "noise_multiplier": self.scale, "sigma_last": self.last_sigma}

@@ -10,8 +10,8 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.glm import quad_forms, secular_root, sherman_morrison
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.policies._glm_common import (
     check_bool,
     check_choice,

@@ -8,17 +8,17 @@ fixed, so a run draws one reward sum (and one noise sum) per (batch, action): ex
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.contract import FixedActionEnvironment, ProblemInfo
 from dpbandits.design import check_points, compute_design
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import ProblemInfo
-from dpbandits.policies.base import Policy, RunResult, register
+from dpbandits.policies.base import BatchedPolicy, register
 from dpbandits.privacy.amplification import BOUNDS, amplified_epsilon, local_epsilon
+from dpbandits.privacy.exact_noise import Noise, noise_for
 from dpbandits.privacy.laplace import clip_rewards, laplace_scale, laplace_sum
 from dpbandits.privacy.shuffler import Shuffler, per_action_sums
 
@@ -76,6 +76,22 @@ class EliminationConfig:
     tol: float = 0.01
     width_scale: float = 1.0
     explicit: bool = False
+    noise: Noise | None = None  # exact discrete noise (strict); None: numpy floats
+
+
+def release_scale(cfg: EliminationConfig, epsilon: float) -> float:
+    """Laplace scale of an ε-DP release of one value of sensitivity Δ: Δ/ε, or its exact
+    discrete calibration (grid rounding included) under strict accounting."""
+    if cfg.noise is not None and cfg.noise.exact:
+        return cfg.noise.calibrate_laplace(cfg.sensitivity, epsilon, 1)[0]
+    return laplace_scale(cfg.sensitivity, epsilon)
+
+
+def release_sensitivity(cfg: EliminationConfig, scale: float) -> float:
+    """Sensitivity of the released value: Δ, plus one grid step when it is snapped."""
+    if cfg.noise is not None and cfg.noise.exact:
+        return cfg.sensitivity + cfg.noise.grid(scale)
+    return cfg.sensitivity
 
 
 @dataclass
@@ -92,6 +108,8 @@ class EliminationTrace:
     gamma: list[float] = field(default_factory=list)
     local_eps: list[float] = field(default_factory=list)
     batch_eps: list[float] = field(default_factory=list)
+    noise_scale: list[float] = field(default_factory=list)
+    amplification_n: list[int] = field(default_factory=list)
     g_over_k: list[float] = field(default_factory=list)
     fw_iterations: list[int] = field(default_factory=list)
     exploit_start: int = -1
@@ -117,28 +135,39 @@ class _Batcher:
         self.rng_priv = rng_priv
 
     def play(
-        self, core: np.ndarray, counts: np.ndarray, local_scale: float | None
+        self, core: np.ndarray, counts: np.ndarray, scale: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(segment actions, lengths, per-round realised rewards, privatised per-action sums)."""
+        """(segment actions, lengths, per-round realised rewards, privatised per-action sums);
+        `scale` is the Laplace scale per core sum (central) or per report (local, shuffled)."""
         if self.cfg.explicit:
-            return self._explicit(core, counts, local_scale)
+            return self._explicit(core, counts, scale)
         mu = self.means[core]
         sums = self.rng_env.normal(counts * mu, np.sqrt(counts) * self.noise_sd)
-        noisy = sums + self._noise(counts, local_scale)
+        noisy = self._private_sums(sums, counts, scale)
         per_round = np.divide(sums, counts, where=counts > 0, out=np.zeros_like(sums))
         return core, counts, per_round, noisy
 
-    def _noise(self, counts: np.ndarray, local_scale: float | None) -> np.ndarray:
-        mode = self.cfg.mode
+    def _private_sums(self, sums: np.ndarray, counts: np.ndarray, scale: float) -> np.ndarray:
+        """Central: one Laplace per core sum; local/shuffled without clipping: the exact sum of
+        the reports' Laplace noises; non-private: the sums themselves."""
+        mode, noise = self.cfg.mode, self.cfg.noise
         if mode == "central":
-            scale = laplace_scale(self.cfg.sensitivity, self.cfg.epsilon)  # type: ignore[arg-type]
-            return self.rng_priv.laplace(0.0, scale, counts.size)
+            if noise is not None and noise.exact:
+                return noise.snap(sums, scale) + noise.laplace(scale, counts.size)
+            return sums + self.rng_priv.laplace(0.0, scale, counts.size)
         if mode in ("local", "shuffled"):
-            return laplace_sum(self.rng_priv, counts, local_scale)  # type: ignore[arg-type]
-        return np.zeros(counts.size)
+            return sums + laplace_sum(self.rng_priv, counts, scale)
+        return sums
+
+    def _reports(self, used: np.ndarray, scale: float) -> np.ndarray:
+        """Each client's report: its (clipped) reward plus Laplace noise."""
+        noise = self.cfg.noise
+        if noise is not None and noise.exact:
+            return noise.snap(used, scale) + noise.laplace(scale, used.size)
+        return used + self.rng_priv.laplace(0.0, scale, used.size)
 
     def _explicit(
-        self, core: np.ndarray, counts: np.ndarray, local_scale: float | None
+        self, core: np.ndarray, counts: np.ndarray, scale: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every reward drawn, clipped if asked, privatised per report and shuffled (§8)."""
         per_action = [
@@ -152,8 +181,8 @@ class _Batcher:
         mode = self.cfg.mode
         if mode in ("nonprivate", "central"):
             sums = per_action_sums(rounds, used, core.size)
-            return core[rounds], ones, realised, sums + self._noise(counts, None)
-        reports = used + self.rng_priv.laplace(0.0, local_scale, used.size)
+            return core[rounds], ones, realised, self._private_sums(sums, counts, scale)
+        reports = self._reports(used, scale)
         if mode == "local":
             return core[rounds], ones, realised, per_action_sums(rounds, reports, core.size)
         shuffler = Shuffler(self.rng_priv)
@@ -196,9 +225,8 @@ def run_elimination(
         support = np.flatnonzero(counts > 0)
         n_i = int(counts.sum())
         local_scale, eps0, batch_eps = _local_budget(cfg, n_i, q_i)
-        played, lengths, realised, noisy = batcher.play(
-            active[support], counts[support], local_scale
-        )
+        scale = _noise_scale(cfg, local_scale)
+        played, lengths, realised, noisy = batcher.play(active[support], counts[support], scale)
         segments.append((played, lengths, realised))
         trace.batch_start.append(t)
         trace.batch_size.append(n_i)
@@ -206,6 +234,8 @@ def run_elimination(
         trace.core.append(int(design.support.size))
         trace.local_eps.append(eps0)
         trace.batch_eps.append(batch_eps)
+        trace.noise_scale.append(scale)
+        trace.amplification_n.append(_amplification_n(cfg, n_i, q_i))
         trace.g_over_k.append(design.g / design.rank)
         trace.fw_iterations.append(design.iterations)
         t += n_i
@@ -261,7 +291,8 @@ def run_ls_elimination(
         scale *= math.log(n_actions * phase * (phase + 1) * horizon)
         counts = batch_counts(design.weights, scale, horizon - t)
         support = np.flatnonzero(counts > 0)
-        played, lengths, realised, sums = batcher.play(active[support], counts[support], None)
+        played, lengths, realised, sums = batcher.play(active[support], counts[support],
+                                                       math.nan)
         segments.append((played, lengths, realised))
         trace.batch_start.append(t)
         trace.batch_size.append(int(counts.sum()))
@@ -314,11 +345,23 @@ def _local_budget(
     if cfg.mode == "central":
         return None, math.nan, eps
     if cfg.mode == "local":
-        return laplace_scale(cfg.sensitivity, eps), eps, eps
-    n_bound = n_i if cfg.amplification != "numerical" else max(1, min(n_i, math.floor(q_i)))
+        return release_scale(cfg, eps), eps, eps
+    n_bound = _amplification_n(cfg, n_i, q_i)
     eps0 = local_epsilon(eps, n_bound, cfg.delta, cfg.amplification)  # type: ignore[arg-type]
     batch_eps = amplified_epsilon(eps0, n_bound, cfg.delta, cfg.amplification)  # type: ignore[arg-type]
-    return laplace_scale(cfg.sensitivity, eps0), eps0, batch_eps
+    return release_scale(cfg, eps0), eps0, batch_eps
+
+
+def _amplification_n(cfg: EliminationConfig, n_i: int, q_i: float) -> int:
+    """Number of shuffled reports the amplification bound is evaluated at (spec §6)."""
+    return n_i if cfg.amplification != "numerical" else max(1, min(n_i, math.floor(q_i)))
+
+
+def _noise_scale(cfg: EliminationConfig, local_scale: float | None) -> float:
+    """Laplace scale of the noise a batch adds: per core sum (central) or per report."""
+    if cfg.mode == "central":
+        return release_scale(cfg, cfg.epsilon)  # type: ignore[arg-type]
+    return math.nan if local_scale is None else local_scale
 
 
 def _width(
@@ -334,12 +377,12 @@ def _width(
     if cfg.mode == "nonprivate":
         return base
     if cfg.mode == "central":
-        scale = laplace_scale(cfg.sensitivity, cfg.epsilon)  # type: ignore[arg-type]
+        scale = release_scale(cfg, cfg.epsilon)  # type: ignore[arg-type]
         return base + central_width(scale, cfg.d, core, q_i, batches, cfg.horizon)
     return base + laplace_sum_width(local_scale, cfg.d, log_term, q_i)  # type: ignore[arg-type]
 
 
-class EliminationPolicy(Policy):
+class EliminationPolicy(BatchedPolicy):
     """Common policy wrapper: validates parameters, runs the vectorised path, keeps the ledger."""
 
     mode: ClassVar[str] = "nonprivate"
@@ -373,21 +416,8 @@ class EliminationPolicy(Policy):
             explicit=p["path"] == "explicit",
         )
 
-    def select(self, t: int, arms: np.ndarray) -> int:
-        raise NotImplementedError(f"{self.name} plays whole batches; use run(env)")
-
-    def update(self, t: int, x: np.ndarray, r: float) -> None:
-        raise NotImplementedError(f"{self.name} plays whole batches; use run(env)")
-
-    def run(self, env: Any) -> RunResult:
-        """Exact vectorised run on a fixed-action environment (needs `actions`, `means`)."""
-        start = time.perf_counter()
-        for attr in ("actions", "means", "noise_sd", "noise_rng"):
-            if not hasattr(env, attr):
-                raise ConfigError(
-                    f"{self.name} needs a fixed-action linear environment (e.g. linear_sphere); "
-                    f"the environment has no {attr!r}"
-                )
+    def play_batched(self, env: FixedActionEnvironment) -> tuple[np.ndarray, np.ndarray]:
+        """Exact vectorised run on a fixed-action environment; the ledger gets every release."""
         actions = check_points(env.actions)
         if env.horizon != self.config.horizon:
             raise ConfigError(f"environment horizon {env.horizon} != policy horizon")
@@ -404,16 +434,8 @@ class EliminationPolicy(Policy):
         regret = np.repeat(gaps[trace.segment_actions].astype(np.float64), trace.segment_lengths)
         reward = np.repeat(trace.segment_rewards, trace.segment_lengths)
         self._record(trace, gaps)
-        if self.ledger is not None:
-            self._account(trace)
-            self.ledger.check()
-        return RunResult(
-            regret,
-            reward,
-            self.events(),
-            self.diagnostics(),
-            time.perf_counter() - start,
-        )
+        self._account(trace)
+        return regret, reward
 
     def _record(self, trace: EliminationTrace, gaps: np.ndarray) -> None:
         best = int(np.argmin(gaps))
@@ -489,14 +511,33 @@ class PrivateElimination(EliminationPolicy):
             )
         cfg.epsilon, cfg.delta = float(self.epsilon), float(self.delta)  # type: ignore[arg-type]
         cfg.sensitivity, cfg.clip = sensitivity, clip
+        cfg.noise = noise_for(self.accounting, self.rng)
         if clip is not None:
             cfg.explicit = True
         return cfg
 
-    def _note(self) -> str:
-        if self.config.clip is None:
-            return "rewards not clipped: nominal guarantee for sensitivity Δ (paper accounting)"
-        return f"rewards clipped to [-{self.config.clip}, {self.config.clip}]"
+    def _entry(self, mechanism: str, component: str, scale: float, sensitivity: float,
+               epsilon: float, delta: float, partition: str, note: str) -> None:
+        """One release that every record of `partition` pays for."""
+        cfg, ledger = self.config, self.ledger
+        clipped = (f"rewards clipped to [-{cfg.clip}, {cfg.clip}]" if cfg.clip is not None
+                   else "rewards not clipped: sensitivity is nominal")
+        ledger.add(mechanism, component, sensitivity=sensitivity,  # type: ignore[union-attr]
+                   noise_scale=scale, epsilon=epsilon, delta=delta, partition=partition,
+                   note=f"{note}; {clipped}")
+
+    def finish(self) -> None:
+        """Paper mode: a sensitivity that does not bound a changed reward voids the ε."""
+        cfg, ledger = self.config, self.ledger
+        if cfg.clip is None:
+            ledger.breach(  # type: ignore[union-attr]
+                "rewards are not clipped: the Laplace noise is calibrated to a nominal "
+                f"sensitivity {cfg.sensitivity:g}, but a reward of the linear-Gaussian model is "
+                "unbounded, so no finite epsilon holds")
+        elif cfg.sensitivity < 2.0 * cfg.clip:
+            ledger.breach(  # type: ignore[union-attr]
+                f"sensitivity {cfg.sensitivity:g} is below the replace-one bound 2 * clip = "
+                f"{2.0 * cfg.clip:g}")
 
 
 @register
@@ -515,23 +556,14 @@ class CentralDPElimination(PrivateElimination):
     mode: ClassVar[str] = "central"
 
     def _account(self, trace: EliminationTrace) -> None:
-        cfg, ledger = self.config, self.ledger
-        for i, (n_i, core) in enumerate(zip(trace.batch_size, trace.core, strict=True), 1):
-            ledger.add(  # type: ignore[union-attr]
-                "laplace",
-                f"batch {i} per-action sums",
-                sensitivity=cfg.sensitivity,
-                noise_scale=laplace_scale(cfg.sensitivity, cfg.epsilon),
-                epsilon=cfg.epsilon,
-                delta=0.0,
-                count=core,
-                note=f"{n_i} rewards; {self._note()}",
-            )
-        ledger.declare_total(  # type: ignore[union-attr]
-            cfg.epsilon,
-            0.0,
-            "parallel composition: each reward enters one noisy sum of one batch",
-        )
+        """Each reward of batch i enters one Laplace-noised core sum: ε = Δ/b per batch."""
+        cfg = self.config
+        for i, (n_i, core, scale) in enumerate(
+            zip(trace.batch_size, trace.core, trace.noise_scale, strict=True), 1
+        ):
+            sens = release_sensitivity(cfg, scale)
+            self._entry("laplace", f"batch {i} per-action sums", scale, sens, sens / scale, 0.0,
+                        f"batch {i}", f"{core} core sums of {n_i} rewards")
 
 
 @register
@@ -542,23 +574,12 @@ class LocalDPElimination(PrivateElimination):
     mode: ClassVar[str] = "local"
 
     def _account(self, trace: EliminationTrace) -> None:
-        cfg, ledger = self.config, self.ledger
-        for i, n_i in enumerate(trace.batch_size, 1):
-            ledger.add(  # type: ignore[union-attr]
-                "laplace (local)",
-                f"batch {i} reports",
-                sensitivity=cfg.sensitivity,
-                noise_scale=laplace_scale(cfg.sensitivity, cfg.epsilon),
-                epsilon=cfg.epsilon,
-                delta=0.0,
-                count=n_i,
-                note=self._note(),
-            )
-        ledger.declare_total(  # type: ignore[union-attr]
-            cfg.epsilon,
-            0.0,
-            "epsilon0-LDP: each client sends one Laplace report",
-        )
+        """Every client of batch i sends one Laplace(b) report: ε0 = Δ/b per client."""
+        cfg = self.config
+        for i, (n_i, scale) in enumerate(zip(trace.batch_size, trace.noise_scale, strict=True), 1):
+            sens = release_sensitivity(cfg, scale)
+            self._entry("laplace (local)", f"batch {i} reports", scale, sens, sens / scale, 0.0,
+                        f"batch {i}", f"{n_i} clients, one report each")
 
 
 @register
@@ -580,27 +601,16 @@ class ShuffleDPElimination(PrivateElimination):
         return cfg
 
     def _account(self, trace: EliminationTrace) -> None:
-        cfg, ledger = self.config, self.ledger
-        for i, (n_i, eps0, eps_i) in enumerate(
-            zip(trace.batch_size, trace.local_eps, trace.batch_eps, strict=True), 1
-        ):
-            ledger.add(  # type: ignore[union-attr]
-                "laplace + shuffle",
-                f"batch {i} shuffled reports",
-                sensitivity=cfg.sensitivity,
-                noise_scale=laplace_scale(cfg.sensitivity, eps0),
-                epsilon=eps_i,
-                delta=cfg.delta,
-                count=1,
-                note=f"{n_i} reports at epsilon0 = {eps0:.6g} ({cfg.amplification}); "
-                f"{self._note()}",
-            )
-        worst = max(trace.batch_eps, default=0.0)
-        ledger.declare_total(  # type: ignore[union-attr]
-            worst,
-            cfg.delta if trace.batch_eps else 0.0,
-            "parallel composition: each client's report is shuffled in exactly one batch",
-        )
+        """Batch i shuffles n_i reports at ε0 = Δ/b: amplified to (ε_i, δ) per client."""
+        cfg = self.config
+        for i, (n_i, scale) in enumerate(zip(trace.batch_size, trace.noise_scale, strict=True), 1):
+            sens = release_sensitivity(cfg, scale)
+            eps0 = sens / scale
+            eps_i = amplified_epsilon(eps0, trace.amplification_n[i - 1], cfg.delta,  # type: ignore[arg-type]
+                                      cfg.amplification)
+            self._entry("laplace + shuffle", f"batch {i} shuffled reports", scale, sens, eps_i,
+                        cfg.delta, f"batch {i}",  # type: ignore[arg-type]
+                        f"{n_i} reports at epsilon0 = {eps0:.6g} ({cfg.amplification})")
 
 
 @register

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas
 
-from dpbandits.instances.base import ProblemInfo
+from dpbandits.contract import ProblemInfo
 from dpbandits.policies.base import register
 from dpbandits.policies.linear_core import (
     LinearPolicy,
@@ -51,9 +51,6 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
 
     def episode_setup(self) -> None:
         """Subclass state at the start of a run."""
-
-    def finish(self) -> None:
-        self.declare_parallel(self.rho, len(self.switches), "episode releases")
 
     def events(self) -> dict[str, np.ndarray]:
         return {"switch": np.asarray(self.switches, dtype=np.int64),
@@ -97,9 +94,15 @@ class ZCDPEpisodic(_EpisodeBase):
         """Release the ended episode's noisy estimate and forget its data."""
         theta_hat = cho_solve(cholesky(self.A_ep), self.b_ep)
         sensitivity = 1.0 / lambda_min(self.A_ep)
-        sigma = gaussian_sigma(sensitivity, self.rho)
-        self.theta_tilde = theta_hat + sigma * self.noise_rng.standard_normal(self.d)
+        sigma = self.calibrate_release(gaussian_sigma(sensitivity, self.rho), sensitivity)
+        self.theta_tilde = self.gaussian_release(theta_hat, sigma)
         self.sensitivities.append(sensitivity)
+        episode = len(self.switches) + 1
+        self.ledger.add("gaussian", "theta-hat of one episode", sensitivity=sensitivity,
+                        noise_scale=sigma, rho=self.rho, partition=f"episode {episode}",
+                        note=f"released at round {t + 1}; sensitivity 1/lambda_min(A_episode), "
+                             "sigma = sensitivity/sqrt(2 rho); the episode's data are then "
+                             "forgotten")
         self.switches.append(t)
         self.release_rewards.append(self.in_episode)
         self.sigmas.append(sigma)
@@ -113,19 +116,6 @@ class ZCDPEpisodic(_EpisodeBase):
         blas.dsyr(1.0, x, lower=1, a=self.A_ep, overwrite_a=1)  # lower triangle is read
         self.b_ep = self.b_ep + r * x
         self.in_episode += 1
-
-    def finish(self) -> None:
-        """One ledger line for all episode releases (each ρ-zCDP with its own Δ_θ and σ_θ)."""
-        if self.switches:
-            worst = int(np.argmax(self.sensitivities))
-            self.ledger.add(
-                "gaussian", "theta-hat of one episode", sensitivity=self.sensitivities[worst],
-                noise_scale=self.sigmas[worst], rho=self.rho, count=len(self.switches),
-                note=f"one release per episode; sensitivity 1/lambda_min(A_episode) in "
-                     f"[{min(self.sensitivities):.6g}, {max(self.sensitivities):.6g}], "
-                     f"sigma = sensitivity/sqrt(2 rho); per-episode values in the events",
-            )
-        super().finish()
 
     def events(self) -> dict[str, np.ndarray]:
         out = super().events()
@@ -149,7 +139,7 @@ class _SwitchingIncrement(_EpisodeBase):
     def episode_setup(self) -> None:
         check_number("C", self.params["C"], 0.0)
         self.log_c = math.log1p(float(self.params["C"]))
-        self.sigma = gaussian_sigma(1.0, self.rho)
+        self.sigma = self.calibrate_release(gaussian_sigma(1.0, self.rho), 1.0)
         self.s = np.zeros(self.d)
         self.factor_tau = cholesky(self.A)
         self.theta_tilde = cho_solve(self.factor_tau, self.b)
@@ -170,10 +160,14 @@ class _SwitchingIncrement(_EpisodeBase):
 
     def switch(self, t: int, factor: np.ndarray) -> None:
         """b ← b + Σ_{episode} r x + N(0, σ²I); A_τ ← A_t; θ̃ = A_τ⁻¹b."""
-        self.b = self.b + self.s + self.sigma * self.noise_rng.standard_normal(self.d)
+        if self.noise.exact:
+            self.b = self.b + self.gaussian_release(self.s, self.sigma)
+        else:
+            self.b = self.b + self.s + self.sigma * self.noise_rng.standard_normal(self.d)
+        episode = len(self.switches) + 1
         self.ledger.add("gaussian", "b episode increment", sensitivity=1.0,
-                        noise_scale=self.sigma, rho=self.rho,
-                        note=f"episode {len(self.switches) + 1}: rounds {self.tau + 1}-{t}")
+                        noise_scale=self.sigma, rho=self.rho, partition=f"episode {episode}",
+                        note=f"rounds {self.tau + 1}-{t}; each reward is in one increment")
         self.switches.append(t)
         self.release_rewards.append(self.in_episode)
         self.tau = t

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.optimize import NonlinearConstraint, minimize
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import (
     SOLVERS,
@@ -17,7 +18,6 @@ from dpbandits.glm import (
     quad_forms,
     sherman_morrison,
 )
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.links import get_link
 from dpbandits.policies._glm_common import (
     check_bool,

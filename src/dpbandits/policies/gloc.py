@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
-from dpbandits.instances.base import ProblemInfo
 from dpbandits.links import get_link
 from dpbandits.policies._glm_common import check_bool, check_positive, confidence_delta
 from dpbandits.policies.base import Policy, register

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import lapack
 
-from dpbandits.instances.base import Environment, ProblemInfo
+from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.policies.base import register
 from dpbandits.policies.linear_core import (
     LinearPolicy,
@@ -22,7 +22,7 @@ from dpbandits.policies.linear_core import (
     cho_solve,
     widths,
 )
-from dpbandits.privacy.tree import MatrixTree, tree_height
+from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
 
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6
@@ -73,7 +73,7 @@ class JDPLinUCB(LinearPolicy):
             return
         # MatrixTree's node noise (G + Gᵀ)/2 has off-diagonal variance σ²/2: σ = √2·σ_n.
         self.tree = MatrixTree(self.horizon, self.d + 1, math.sqrt(2.0) * self.sigma_n,
-                               self.noise_rng, shift=2.0 * self.upsilon)
+                               self.noise_rng, shift=2.0 * self.upsilon, noise=self.noise)
         self.floor_events = 0
         self.released_sum = np.zeros((self.d + 1, self.d + 1))  # prefix sum + tree noise
         self.node_noise: dict[int, np.ndarray] = {}
@@ -84,7 +84,7 @@ class JDPLinUCB(LinearPolicy):
         return set(self.node_noise)
 
     @property
-    def noise(self) -> np.ndarray:
+    def tree_noise(self) -> np.ndarray:
         """Tree noise of the current release: Σ_{cover(c)} Z_node."""
         total = np.zeros((self.d + 1, self.d + 1))
         for z in self.node_noise.values():
@@ -121,20 +121,24 @@ class JDPLinUCB(LinearPolicy):
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         z = np.append(x, r)
-        self.released_sum += np.outer(z, z)
+        self.released_sum += self.tree.snap(np.outer(z, z))
         self.tree.update(None)
         self.advance_noise()
 
     def finish(self) -> None:
+        """The tree's actual zCDP: a user's leaf z zᵀ (‖z‖² ≤ 2) moves by ≤ 2√2 in Frobenius
+        norm on each of the m nodes above it, each with isotropic (Frobenius) noise σ_node."""
+        tree = self.tree
+        sensitivity = 2.0 * math.sqrt(2.0)  # plus the grid rounding of exact noise
+        sensitivity += self.noise.grid(tree.sigma_node) * (self.d + 1)
+        rho = tree_rho(tree.sigma_node, sensitivity, self.horizon)
         self.ledger.add(
-            "tree-gaussian", "prefix sums of [x; r][x; r]^T", sensitivity=L_TILDE**2,
-            noise_scale=self.sigma_n, epsilon=float(self.epsilon), delta=float(self.delta),
-            note=f"joint DP (Shariff & Sheffet 2018 calibration); m = {self.tree.height} levels;"
-                 f" shift 2*Upsilon = {2 * self.upsilon:.6g}",
+            "tree-gaussian (zCDP)", "prefix sums of [x; r][x; r]^T", sensitivity=sensitivity,
+            noise_scale=tree.sigma_node, rho=rho,
+            note=f"joint DP; calibrated as Shariff & Sheffet 2018 (sigma_n = "
+                 f"{self.sigma_n:.6g}); m = {tree.height} levels; shift 2*Upsilon = "
+                 f"{2 * self.upsilon:.6g}",
         )
-        self.ledger.declare_total(float(self.epsilon), float(self.delta),
-                                  "joint DP: one tree release calibrated to (epsilon, delta)")
-        self.ledger.check()
 
     def diagnostics(self) -> dict[str, float]:
         return {"sigma_n": self.sigma_n, "upsilon": self.upsilon,

@@ -9,16 +9,17 @@ Features are clipped to the unit ball and rewards to [0, 1] before any statistic
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import blas, lapack
 
+from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import Environment, ProblemInfo
-from dpbandits.policies.base import Policy, RunResult
-from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon, rho_from_epsilon_tight
+from dpbandits.policies.base import Policy
+from dpbandits.privacy.clipping import clip_arms, clip_reward, clip_table
+from dpbandits.privacy.exact_noise import inflate_for_snapping, noise_for
+from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
 
 ZCDP_CONVERSIONS = ("classic", "tight")
 
@@ -52,42 +53,6 @@ class NormalStream:
         row = self.table[self.i]
         self.i += 1
         return row
-
-
-def clip_arms(arms: np.ndarray) -> np.ndarray:
-    """x ← x / max(1, ‖x‖) row-wise (spec §1.1)."""
-    arms = np.asarray(arms, dtype=float)
-    norms = np.sqrt(np.einsum("ij,ij->i", arms, arms))
-    if norms.max(initial=0.0) > 1.0:
-        arms = arms / np.maximum(norms, 1.0)[:, None]
-    return arms
-
-
-def reference_rewards(env: Environment, regret: np.ndarray) -> dict[str, float]:
-    """Expected reward Σ μ_{t,a_t} = Σ best − regret and uniform choice's Σ mean_a μ, when the
-    environment publishes `sum_best` / `sum_uniform` (the NP% metrics, ts spec §1.3)."""
-    out = {}
-    best = getattr(env, "sum_best", None)
-    if best is not None:
-        out["expected_reward"] = float(best) - float(regret.sum())
-    uniform = getattr(env, "sum_uniform", None)
-    if uniform is not None:
-        out["random_reward"] = float(uniform)
-    return out
-
-
-def clip_table(table: np.ndarray) -> np.ndarray:
-    """clip_arms applied to every round of a (T, K, d) table at once."""
-    table = np.asarray(table, dtype=float)
-    norms = np.sqrt(np.einsum("tkj,tkj->tk", table, table))
-    if norms.max(initial=0.0) > 1.0:
-        table = table / np.maximum(norms, 1.0)[:, :, None]
-    return table
-
-
-def clip_reward(r: float) -> float:
-    """r ← min(max(r, 0), 1) (spec §1.1)."""
-    return min(max(float(r), 0.0), 1.0)
 
 
 def cholesky(a: np.ndarray) -> np.ndarray:
@@ -163,10 +128,10 @@ def check_number(name: str, value: Any, low: float, *, inclusive: bool = False,
 
 
 class LinearPolicy(Policy):
-    """Base of the ridge-regression policies: statistics, warm start, clipping, run loop.
+    """Base of the ridge-regression policies: statistics, warm start, clipping.
 
     `theta0` (spec §3.5): None (cold start), a list of d numbers, or "environment" to take the
-    public warm-start vector `env.theta0` at the start of `run`. Then b₀ = λθ₀ and A₀ = λI.
+    public warm-start vector `env.theta0` in `begin`. Then b₀ = λθ₀ and A₀ = λI.
     """
 
     families: ClassVar[AnyFamily] = ANY_FAMILY
@@ -179,6 +144,7 @@ class LinearPolicy(Policy):
         self.lam = float(self.params["lam"])
         self.horizon = int(problem.horizon)
         self.explore_rng, self.noise_rng, self.sample_rng = rng.spawn(3)
+        self.noise = noise_for(self.accounting, self.noise_rng)
         self.theta0 = self._theta0(self.params["theta0"])
         self.reset()
 
@@ -200,7 +166,6 @@ class LinearPolicy(Policy):
         """A = λI, b = λθ₀, then the subclass state."""
         self.A = np.asfortranarray(self.lam * np.eye(self.d))
         self.b = self.lam * self.theta0
-        self.t_seen = 0
         block = min(self.horizon, 10_000)
         self.explore_normals = NormalStream(self.explore_rng, self.d, block)
         self.noise_normals = NormalStream(self.noise_rng, self.d, block)
@@ -213,7 +178,7 @@ class LinearPolicy(Policy):
         """Read the run's horizon and (if asked) the environment's public warm start."""
         self.horizon = int(env.horizon)
         if self.params["theta0"] == "environment":
-            theta0 = getattr(env, "theta0", None)
+            theta0 = env.theta0
             if theta0 is None:
                 raise ConfigError("theta0 = 'environment' but the environment has no theta0")
             self.theta0 = self._theta0(list(np.asarray(theta0, dtype=float)))
@@ -228,79 +193,53 @@ class LinearPolicy(Policy):
         """A ← A + x xᵀ (lower triangle, BLAS dsyr in place)."""
         blas.dsyr(1.0, x, lower=1, a=self.A, overwrite_a=1)
 
+    def gaussian_release(self, value: np.ndarray, sigma: float) -> np.ndarray:
+        """value + noise of scale σ: exact discrete noise on the snapped value (strict) or
+        numpy's σ·N(0, I) (paper); σ must come from `calibrate_release` in strict mode."""
+        if self.noise.exact:
+            if sigma == 0:  # no noise at all (limit checks)
+                return np.asarray(value, dtype=float)
+            return self.noise.snap(value, sigma) + self.noise.gaussian(sigma, np.shape(value))
+        return value + sigma * self.noise_rng.standard_normal(np.shape(value))
+
+    def calibrate_release(self, sigma: float, sensitivity: float) -> float:
+        """The σ to use for a release calibrated as σ for sensitivity Δ with continuous noise:
+        unchanged in paper mode, raised for the grid rounding of exact noise (strict)."""
+        if sigma == 0:  # no noise at all (limit checks)
+            return 0.0
+        return inflate_for_snapping(self.noise, sigma, sensitivity, self.d)
+
     def choose(self, t: int, arms: np.ndarray) -> int:
         raise NotImplementedError
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         raise NotImplementedError
 
-    def finish(self) -> None:
-        """Subclass hook after the last round (final releases, ledger check)."""
+    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+        """Features are clipped to the unit ball before anything uses them (spec §1.1)."""
+        return clip_arms(arms)
+
+    def prepare_table(self, table: np.ndarray) -> np.ndarray:
+        """A pre-drawn (T, K, d) context table is clipped once, up front."""
+        return clip_table(table)
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        return self.choose(t, clip_arms(arms))
+        """The action for round t on already prepared (clipped) arms."""
+        return self.choose(t, arms)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        x = clip_arms(np.asarray(x, dtype=float)[None, :])[0]
+        """Feed the chosen (prepared) arm and its clipped reward to the statistics."""
         self.observe(t, x, clip_reward(r))
-        self.t_seen = t + 1
-
-    def run(self, env: Environment) -> RunResult:
-        """Play every round of env; the chosen arm's clipped features feed the statistics.
-
-        An environment with a pre-drawn (T, K, d) `contexts` table is clipped once up front.
-        """
-        self.begin(env)
-        horizon = env.horizon
-        regret = np.empty(horizon)
-        reward = np.empty(horizon)
-        start = time.perf_counter()
-        pull, choose, observe = env.pull, self.choose, self.observe
-        table = getattr(env, "contexts", None)
-        if isinstance(table, np.ndarray) and table.ndim == 3 and len(table) >= horizon:
-            clipped = clip_table(table[:horizon])
-            arms_of = clipped.__getitem__
-        else:
-            def arms_of(t: int) -> np.ndarray:
-                return clip_arms(env.arms(t))
-        for t in range(horizon):
-            arms = arms_of(t)
-            index = int(choose(t, arms))
-            r, reg = pull(t, index)
-            regret[t] = reg
-            reward[t] = r
-            observe(t, arms[index], clip_reward(r))
-        self.t_seen = horizon
-        self.finish()
-        wall = time.perf_counter() - start
-        diagnostics = self.diagnostics()
-        diagnostics.update(reference_rewards(env, regret))
-        return RunResult(regret, reward, self.events(), diagnostics, wall)
 
 
 class ZCDPMixin:
     """ρ from (ε, δ) for the zCDP policies; `conversion` is classic (paper, Eq. 2.8) or tight."""
 
     def zcdp_setup(self) -> float:
+        """ρ of the budget; the ledger converts what was spent with the same conversion."""
         conversion = self.params["conversion"]  # type: ignore[attr-defined]
         if conversion not in ZCDP_CONVERSIONS:
             raise ConfigError(f"conversion = {conversion!r} is not allowed; allowed: "
                               f"{', '.join(ZCDP_CONVERSIONS)}")
+        self.ledger.conversion = conversion  # type: ignore[attr-defined]
         return zcdp_rho(self.epsilon, self.delta, conversion)  # type: ignore[attr-defined]
-
-    def declare_parallel(self, rho: float, releases: int, what: str) -> None:
-        """Total of releases on disjoint rewards: max ρ (parallel composition), then (ε, δ)."""
-        ledger = self.ledger  # type: ignore[attr-defined]
-        conversion = self.params["conversion"]  # type: ignore[attr-defined]
-        if conversion == "tight":
-            from dpbandits.privacy.zcdp import epsilon_from_rho_tight
-
-            eps = epsilon_from_rho_tight(rho, self.delta)  # type: ignore[attr-defined]
-        else:
-            eps = epsilon_from_rho(rho, self.delta)  # type: ignore[attr-defined]
-        ledger.declare_total(
-            eps, self.delta,  # type: ignore[attr-defined]
-            f"parallel composition over {releases} {what} on disjoint rewards: total rho = "
-            f"{rho:.6g} ({conversion} conversion)",
-        )
-        ledger.check()

@@ -1,10 +1,13 @@
-"""Private-GLM: joint-DP rarely-switching GLM bandit, Algorithm 2 (glm spec §4).
+"""Private-GLM: joint-DP rarely-switching GLM bandit, Algorithm 2 (docs/glm.md).
 
 Two accounting modes. `paper` follows the authors' code: instance κ, κ*, trees calibrated with
-C = 1 and 1/κ*, DP-SGD per fit at split(ε/3, δ/3, cutoff), Criterion-I samples also in Z_nw;
-the ledger records the actual costs next to the claimed ones (§4.7). `strict` is the theorem's
-guarantee (§4.8): public κ bounds, replace-one tree sensitivities, disjoint fit data, full-batch
-noisy projected GD, one zCDP budget that the ledger checks at the end.
+C = 1 and 1/κ*, DP-SGD per fit at split(ε/3, δ/3, cutoff), Criterion-I samples also in Z_nw, and
+the warm-up fits triggered by a user's own contexts without noise; its ledger records the actual
+costs and states that joint DP does not hold against a change of one user's contexts. `strict`
+is the theorem's guarantee for that relation: public κ bounds, contexts clipped to the unit
+ball, replace-one tree sensitivities, disjoint fit data, full-batch noisy projected GD, warm-up
+fits triggered by a private tree counter of warm-up rounds, the Criterion-II check in every
+round, and one zCDP budget that the ledger checks at the end.
 """
 
 from __future__ import annotations
@@ -15,25 +18,28 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.base import Environment, ProblemInfo
 from dpbandits.links import get_link
 from dpbandits.policies._glm_common import check_bool, check_choice, check_positive
-from dpbandits.policies.base import Policy, RunResult, register
+from dpbandits.policies.base import Policy, register
 from dpbandits.privacy.accountant import ENGINES
+from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.dpsgd import (
     FitResult,
     dpsgd_fit,
     noisy_gd_fit,
     replace_one_epsilon,
 )
+from dpbandits.privacy.exact_noise import noise_for
 from dpbandits.privacy.split import NAIVE_MAX_K, advanced_composition, split
 from dpbandits.privacy.tree import (
     MatrixTree,
     psd_repair,
+    tree_calibration,
     tree_height,
+    tree_rho,
     tree_sigma,
-    tree_sigma_from_rho,
 )
 from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 
@@ -77,6 +83,12 @@ def private_glm_constants(d: int, horizon: int, S: float, R: float, kappa: float
                                kappa, kappa_star)
 
 
+def warmup_count_margin(sigma_node: float, horizon: int, zeta: float) -> float:
+    """E = σ√h·√(2 ln(T/ζ)): the released count exceeds the true count by more than E in some
+    round with probability ≤ ζ (a path sums ≤ h nodes of N(0, σ²); union bound over T rounds)."""
+    return sigma_node * math.sqrt(tree_height(horizon) * 2.0 * math.log(horizon / zeta))
+
+
 def gen_eig_max(a: np.ndarray, b: np.ndarray) -> float:
     """Largest generalised eigenvalue of (A, B), +∞ if B is not positive definite (spec §4.3)."""
     d = a.shape[0]
@@ -117,8 +129,10 @@ class PrivateGLM(Policy):
     Hyper-parameters: `zeta` (failure probability, None = δ), `clip` (C), `lr0`,
     `lambda_fit`, `strict_steps` / `strict_burn_in` (the strict fit's K and burn-in),
     `reserve_switch_budget` (strict: [P]'s three-way split, ρ/3 left unused),
-    `accountant_engine` ("fast" numpy or "dp_accounting"), `noiseless` (paper mode only:
-    every noise scaled to zero, for sanity checks).
+    `counter_share` (strict: the part of the warm-up budget spent on the private counter of
+    warm-up rounds; the rest pays the θ_w fits), `accountant_engine` ("fast" numpy or
+    "dp_accounting"), `noiseless` (paper mode only: every noise scaled to zero, for sanity
+    checks).
     """
 
     name: ClassVar[str] = "Private-GLM"
@@ -132,6 +146,7 @@ class PrivateGLM(Policy):
         "strict_steps": 12,
         "strict_burn_in": 5,
         "reserve_switch_budget": False,
+        "counter_share": 0.5,
         "accountant_engine": "fast",
         "noiseless": False,
     }
@@ -157,11 +172,13 @@ class PrivateGLM(Policy):
             raise ConfigError(f"{name}: strict_burn_in = {p['strict_burn_in']!r} is not allowed; "
                               f"must be < strict_steps = {p['strict_steps']}")
         self.reserve = check_bool(name, "reserve_switch_budget", p["reserve_switch_budget"])
+        self.counter_share = check_positive(name, "counter_share", p["counter_share"])
+        if not self.counter_share < 1:
+            raise ConfigError(f"{name}: counter_share = {p['counter_share']!r} is not allowed; "
+                              "must be in (0, 1)")
         self.engine = check_choice(name, "accountant_engine", p["accountant_engine"], ENGINES)
         self.noiseless = check_bool(name, "noiseless", p["noiseless"])
-        if self.noiseless and self.accounting == "strict":
-            raise ConfigError(f"{name}: noiseless = true is not allowed with accounting = strict; "
-                              "allowed only with accounting = paper")
+        self.check_accounting(p, self.accounting)
         self.strict = self.accounting == "strict"
         self.link = get_link(problem.family)
         d, horizon = problem.d, problem.horizon
@@ -173,9 +190,11 @@ class PrivateGLM(Policy):
         self.const = c = private_glm_constants(d, horizon, problem.S, problem.R, kappa,
                                                kappa_star, eps, delta, self.zeta)
         self.height = tree_height(horizon)
+        self.noise = noise_for(self.accounting, rng)
         self._setup_budget(eps, delta)
-        self.vtree = MatrixTree(horizon, d, self.sigma_v, rng, shift=c.lam)
-        self.htree = MatrixTree(horizon, d, self.sigma_h, rng, shift=c.lam)
+        tree_noise = self.noise if self.strict else None
+        self.vtree = MatrixTree(horizon, d, self.sigma_v, rng, shift=c.lam, noise=tree_noise)
+        self.htree = MatrixTree(horizon, d, self.sigma_h, rng, shift=c.lam, noise=tree_noise)
         self.v_vals, self.v_vecs = np.full(d, c.lam), np.eye(d)
         self.h_cur = c.lam * np.eye(d)
         self.h_prev = self.h_cur.copy()
@@ -192,7 +211,18 @@ class PrivateGLM(Policy):
         self.discarded = 0
         self.switch_times: list[int] = []
         self.fits: list[tuple[int, int, FitResult, float]] = []  # (t, kind, fit, actual ε)
-        self._finalized = False
+        if self.strict:
+            counter_rng = rng.spawn(1)[0]
+            self.counter = MatrixTree(horizon, 1, self.sigma_count, counter_rng,
+                                      noise=noise_for("strict", counter_rng))
+            self.warm_counts: list[float] = []
+
+    @classmethod
+    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
+        """Noise switched off is a paper-mode sanity check only."""
+        if params.get("noiseless") and accounting == "strict":
+            raise ConfigError(f"{cls.name}: noiseless = true is not allowed with accounting = "
+                              "strict; allowed only with accounting = paper")
 
     # ------------------------------------------------------------------ privacy budget
 
@@ -206,21 +236,28 @@ class PrivateGLM(Policy):
             self.rho_total = rho_from_epsilon(eps, delta)
             share = self.rho_total / (6.0 if self.reserve else 4.0)
             self.rho_tree = share
-            self.rho_fit1 = share / c.c1
+            self.rho_count = share * self.counter_share
+            self.rho_fit1 = share * (1.0 - self.counter_share) / c.c1
             self.rho_fit2 = share / c.c2
-            self.sens_v = math.sqrt(2.0)
-            self.sens_h = math.sqrt(2.0) * sup_dot / E
-            self.sigma_v = tree_sigma_from_rho(share, horizon, self.sens_v)
-            self.sigma_h = tree_sigma_from_rho(share, horizon, self.sens_h)
+            d = self.problem.d
+            self.sigma_v, self.sens_v = tree_calibration(self.noise, share, horizon,
+                                                         math.sqrt(2.0), d)
+            self.sigma_h, self.sens_h = tree_calibration(self.noise, share, horizon,
+                                                         math.sqrt(2.0) * sup_dot / E, d)
+            self.sigma_count, count_sens = tree_calibration(self.noise, self.rho_count, horizon,
+                                                            1.0, 1)
+            self.count_margin = warmup_count_margin(self.sigma_count, horizon, self.zeta)
             for comp, sens, sigma in (("V-tree", self.sens_v, self.sigma_v),
-                                      ("H-tree", self.sens_h, self.sigma_h)):
-                ledger.add("binary-tree Gaussian (zCDP)", comp, sensitivity=sens,
-                           noise_scale=sigma, rho=share,
-                           note=f"replace-one Frobenius sensitivity; {self.height} nodes per "
-                                "path share rho equally")
+                                      ("H-tree", self.sens_h, self.sigma_h),
+                                      ("warm-up counter", count_sens, self.sigma_count)):
+                ledger.add("binary-tree discrete Gaussian (zCDP)", comp, sensitivity=sens,
+                           noise_scale=sigma, rho=tree_rho(sigma, sens, horizon),
+                           note=f"replace-one sensitivity incl. grid rounding; {self.height} "
+                                "nodes per path share rho equally")
             ledger.add("post-processing", "switching rule", sensitivity=0.0, noise_scale=0.0,
-                       rho=0.0, note="Criterion I/II indicators are functions of released V, H "
-                                     "and other rounds' contexts")
+                       rho=0.0, note="warm-up fits are triggered by the released counter, "
+                                     "Criterion II by the released H; a user's own contexts "
+                                     "decide only that user's own action and leaves")
             return
         third_eps, third_delta = eps / 3.0, delta / 3.0
         self.eps_fit1 = split(third_eps, third_delta, c.c1)
@@ -252,6 +289,12 @@ class PrivateGLM(Policy):
         ledger.add("post-processing", "switching rule", sensitivity=0.0, noise_scale=0.0,
                    epsilon=0.0, delta=0.0,
                    note="[P] budgets eps/3 for switching times; the code adds no noise for it")
+        ledger.breach("a warm-up fit (Criterion I) is triggered by the user's own contexts "
+                      "without noise and changes theta_w, which every later user's action "
+                      "depends on: joint DP does not hold against a change of one user's "
+                      "contexts")
+        ledger.breach("kappa and kappa* are computed from all contexts and set thresholds and "
+                      "noise: a change of one user's contexts can change them")
 
     def _record_fit(self, t: int, kind: int, fit: FitResult) -> None:
         ledger = self.ledger
@@ -285,6 +328,7 @@ class PrivateGLM(Policy):
         if self.strict:
             rho = self.rho_fit1 if kind == 0 else self.rho_fit2
             fit = noisy_gd_fit(init, x, y, rho, self.link, self.rng, radius=self.problem.S,
+                               noise=self.noise,
                                steps=self.params["strict_steps"],
                                burn_in=self.params["strict_burn_in"], clip=self.clip,
                                lam=self.lambda_fit, lr0=self.lr0)
@@ -299,8 +343,14 @@ class PrivateGLM(Policy):
         else:
             self.theta_tau = fit.theta
 
+    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+        """Strict: contexts are private data, clipped to the unit ball that Δ_V, Δ_H assume."""
+        return clip_arms(arms) if self.strict else arms
+
     def select(self, t: int, arms: np.ndarray) -> int:
         c = self.const
+        if self.strict:  # every round, so that a user's own contexts cannot decide the check
+            self._criterion_two(t)
         m = _inverse_norms(arms, self.v_vals, self.v_vecs)
         a = int(np.argmax(m))
         if m[a] > c.thr_w:  # Criterion I
@@ -314,15 +364,8 @@ class PrivateGLM(Policy):
         self._warm = False
         self.vtree.update(None)
         self.v_vals, self.v_vecs = self.vtree.query_eigh()
-        if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
-                c.f_sw + SWITCH_SLACK):
-            self.h_prev = self.h_cur
-            self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
-            self.switch_times.append(t)
-            self._fit(t, 1)
-            self.n2 += 1
-            if self.n2 == c.c2:
-                self.stop2 = True
+        if not self.strict:
+            self._criterion_two(t)
         vals, vecs = self.h_prev_eig
         ucb = arms @ (0.5 * (self.theta_w + self.theta_tau)) + c.beta * np.sqrt(
             _inverse_norms(arms, vals, vecs))
@@ -334,10 +377,25 @@ class PrivateGLM(Policy):
             ucb = np.where(keep, ucb, -np.inf)
         return int(np.argmax(ucb))
 
+    def _criterion_two(self, t: int) -> None:
+        """Switch and refit θ_τ when H_cur ⋠ f_sw·H_prev (generalised eigenvalue), until c₂."""
+        if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
+                self.const.f_sw + SWITCH_SLACK):
+            self.h_prev = self.h_cur
+            self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
+            self.switch_times.append(t)
+            self._fit(t, 1)
+            self.n2 += 1
+            if self.n2 == self.const.c2:
+                self.stop2 = True
+
     def _refresh_h(self) -> None:
         self.h_cur = self.htree.query()
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
+        if self.strict:
+            self._update_strict(t, x, r)
+            return
         if self._warm:
             self.warmup_times.append(t)
             if self.stop1:
@@ -345,14 +403,39 @@ class PrivateGLM(Policy):
                 return
             self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
             self.n_w += 1
-            if not self.strict:
-                self._append_nw(x, r)
+            self._append_nw(x, r)
             self.n1 += 1
             self._fit(t, 0)
             if self.n1 == self.const.c1:
                 self.stop1 = True
             return
         self._append_nw(x, r)
+        self._update_h(x)
+
+    def _update_strict(self, t: int, x: np.ndarray, r: float) -> None:
+        """Criterion-I samples go to Z_w only; the θ_w fits follow the private counter."""
+        collected = False
+        if self._warm:
+            self.warmup_times.append(t)
+            if self.stop1:
+                self.discarded += 1
+            else:
+                self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
+                self.n_w += 1
+                collected = True
+        else:
+            self._append_nw(x, r)
+            self._update_h(x)
+        self.counter.update(np.ones((1, 1)) if collected else None)
+        released = float(self.counter.query_raw()[0, 0])
+        if not self.stop1 and released - self.count_margin >= self.n1 + 1:
+            self.warm_counts.append(released)
+            self._fit(t, 0)
+            self.n1 += 1
+            if self.n1 == self.const.c1:
+                self.stop1 = True
+
+    def _update_h(self, x: np.ndarray) -> None:
         weight = float(self.link.dot(np.array(x @ self.theta_w))) / E
         self.htree.update(weight * np.outer(x, x))
         self._refresh_h()
@@ -363,20 +446,16 @@ class PrivateGLM(Policy):
 
     # ------------------------------------------------------------------ reporting
 
-    def finalize(self) -> None:
-        """Close the ledger: paper mode declares the actual total, strict mode checks it."""
-        if self._finalized:
-            return
-        self._finalized = True
-        ledger = self.ledger
-        assert ledger is not None
+    def finish(self) -> None:
+        """Paper mode: state the authors' claim next to the breach; strict needs nothing."""
         if self.strict:
-            ledger.check()
             return
-        eps, delta = self._paper_actual_total()
-        ledger.declare_total(eps, delta, "paper accounting: worst-case basic composition of the "
-                                         "V-tree, H-tree and both fit sequences at their actual "
-                                         "replace-one costs (glm spec §4.7)")
+        eps, delta = float(self.epsilon), float(self.delta)  # type: ignore[arg-type]
+        actual, _ = self._paper_actual_total()
+        self.ledger.state_claim(  # type: ignore[union-attr]
+            eps, delta, "the paper's split: V-tree, H-tree, warm-up fits, Criterion-II fits at "
+            f"(eps/3, delta/3) each; against neighbours that change only a reward the code "
+            f"spends {actual:.6g} (worst-case basic composition at actual replace-one costs)")
 
     def _paper_actual_total(self) -> tuple[float, float]:
         delta3 = float(self.delta) / 3.0  # type: ignore[arg-type]
@@ -395,12 +474,6 @@ class PrivateGLM(Policy):
             delta_total += basic[1]
         return eps_total, delta_total
 
-    def run(self, env: Environment) -> RunResult:
-        result = super().run(env)
-        self.finalize()
-        result.diagnostics = self.diagnostics()
-        return result
-
     def events(self) -> dict[str, np.ndarray]:
         fits = self.fits
         return {
@@ -413,6 +486,8 @@ class PrivateGLM(Policy):
             "fit_epochs": np.asarray([f.epochs for _, _, f, _ in fits], dtype=np.int64),
             "fit_sigma": np.asarray([f.sigma for _, _, f, _ in fits], dtype=float),
             "fit_epsilon_actual": np.asarray([a for _, _, _, a in fits], dtype=float),
+            **({"warmup_fit_counts": np.asarray(self.warm_counts, dtype=float)}
+               if self.strict else {}),
         }
 
     def diagnostics(self) -> dict[str, float]:
@@ -430,7 +505,8 @@ class PrivateGLM(Policy):
             rho = self.ledger.rho_spent if self.ledger else math.nan
             out.update(rho_total=self.rho_total, rho_spent=rho,
                        epsilon_achieved=epsilon_from_rho(rho, float(self.delta))
-                       if rho > 0 else 0.0)  # type: ignore[arg-type]
+                       if rho > 0 else 0.0,  # type: ignore[arg-type]
+                       sigma_count=self.sigma_count, count_margin=self.count_margin)
         else:
             actual, _ = self._paper_actual_total()
             out.update(epsilon_claimed=eps, epsilon_claimed_worst=4.0 * eps / 3.0,

@@ -5,7 +5,8 @@ Batch 1 plays a G-optimal design on each round's arms; later batches eliminate w
 earlier estimate, rescale the survivors by μ̇(⟨x, θ̂₁⟩)/β(x) and play a G-optimal design on
 them. At the end of a batch its data (only) give a shuffle-private Gram matrix (vector
 summation) and a shuffle-private estimate (P_GD), each at (ε/2, δ/2). Batches involve disjoint
-users, so the per-user guarantee is (ε, δ) by parallel composition.
+users, so the per-user guarantee is (ε, δ) by parallel composition: the ledger has one
+partition per batch. Strict accounting requires the constants of the CJMP theorem.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.contract import ProblemInfo
 from dpbandits.design import g_optimal_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.instances.base import Environment, ProblemInfo
 from dpbandits.links import get_link
 from dpbandits.policies._glm_common import check_bool, check_choice, check_positive
-from dpbandits.policies.base import Policy, RunResult, register
+from dpbandits.policies.base import Policy, register
+from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
 from dpbandits.privacy.split import compose
 from dpbandits.privacy.tree import psd_repair
@@ -162,6 +164,7 @@ class ShuffleGLM(Policy):
                               "must be in (0, 1]")
         self.c_b = check_positive(name, "c_b", p["c_b"])
         self.log_arg = check_choice(name, "log_arg", p["log_arg"], LOG_ARGS)
+        self.check_accounting(p, self.accounting)
         self.formal = self.c_b >= CB_THEORY and self.log_arg == "theory"
         power = p["gd_log_power"]
         if not isinstance(power, int) or isinstance(power, bool) or power < 0:
@@ -192,7 +195,17 @@ class ShuffleGLM(Policy):
         self.records: list[dict[str, float]] = []
         self.kept_counts: list[int] = []
         self._w_next = 1.0
-        self._finalized = False
+
+    @classmethod
+    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
+        """Strict accounting needs the vector-summation constants of the CJMP theorem."""
+        c_b = params.get("c_b", CB_THEORY)
+        log_arg = params.get("log_arg", "theory")
+        if accounting == "strict" and (c_b is None or c_b < CB_THEORY or log_arg != "theory"):
+            raise ConfigError(
+                f"{cls.name}: c_b = {c_b!r}, log_arg = {log_arg!r} is not allowed with "
+                f"accounting = strict; must be c_b >= {CB_THEORY:g} and log_arg = theory "
+                "(other constants carry no guarantee: use accounting = paper)")
 
     # ------------------------------------------------------------------ parameters
 
@@ -235,6 +248,10 @@ class ShuffleGLM(Policy):
             return 0
         weights = np.clip(g_optimal_design(points, tol=self.design_tol), 0.0, None)
         return int(self.rng.choice(points.shape[0], p=weights / weights.sum()))
+
+    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+        """Strict: contexts are private data, clipped to the unit ball the summation assumes."""
+        return clip_arms(arms) if self.accounting == "strict" else arms
 
     def select(self, t: int, arms: np.ndarray) -> int:
         if self.batch == 0:
@@ -286,46 +303,28 @@ class ShuffleGLM(Policy):
         ledger = self.ledger
         assert ledger is not None
         k = self.batch + 1
-        guarantee = "" if self.formal else "; c_b/log argument below CJMP's: no formal guarantee"
         ledger.add("shuffle vector summation (SymSum)", f"batch {k} Gram matrix",
                    sensitivity=bound, noise_scale=params.noise_sd, epsilon=self.eps_sum,
-                   delta=self.delta_half,
-                   note=f"n = {n}, D = {dim}, g = {params.g}, b = {params.b}{guarantee}")
+                   delta=self.delta_half, partition=f"batch {k}",
+                   note=f"n = {n}, D = {dim}, g = {params.g}, b = {params.b}")
         ledger.add("shuffle gradient descent (P_GD)", f"batch {k} estimate",
                    sensitivity=gd.grad_bound,
                    noise_scale=gd.params.noise_sd if gd.params else 0.0,
-                   epsilon=gd_eps, delta=gd_delta,
+                   epsilon=gd_eps, delta=gd_delta, partition=f"batch {k}",
                    note=f"N = {gd.iterations} vector sums at ({gd.eps_iter:.6g}, "
-                        f"{gd.delta_iter:.3g}) each{guarantee}")
+                        f"{gd.delta_iter:.3g}) each")
         self.records.append({"batch": k, "n": n, "lambda": lam, "noise_sd": params.noise_sd,
                              "gd_iterations": gd.iterations, "gd_eps_iter": gd.eps_iter,
                              "theta_norm": float(np.linalg.norm(gd.theta))})
 
     # ------------------------------------------------------------------ reporting
 
-    def finalize(self) -> None:
-        """Declare the per-user total: parallel composition over batches (spec §5.7)."""
-        if self._finalized:
-            return
-        self._finalized = True
-        ledger = self.ledger
-        assert ledger is not None
-        delta = float(self.delta)  # type: ignore[arg-type]
+    def finish(self) -> None:
+        """Paper accounting with practical constants: no formal guarantee (a breach)."""
         if not self.formal:
-            ledger.declare_total(math.inf, delta, "vector-summation constant below CJMP's "
-                                                  "theorem: no formal guarantee")
-            return
-        eps = max((e for e, _ in self.batch_costs), default=0.0)
-        dlt = max((dl for _, dl in self.batch_costs), default=0.0)
-        ledger.declare_total(eps, dlt, "disjoint batches (parallel composition); within a "
-                                       "batch SymSum + P_GD by basic composition")
-        ledger.check()
-
-    def run(self, env: Environment) -> RunResult:
-        result = super().run(env)
-        self.finalize()
-        result.diagnostics = self.diagnostics()
-        return result
+            self.ledger.breach(  # type: ignore[union-attr]
+                f"vector-summation constants c_b = {self.c_b:g}, log argument "
+                f"{self.log_arg!r} are below those of the CJMP theorem: no formal guarantee")
 
     def events(self) -> dict[str, np.ndarray]:
         return {

@@ -9,6 +9,7 @@ import numpy as np
 
 from dpbandits.links import Link
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
+from dpbandits.privacy.exact_noise import Noise
 
 CLIP = 0.2
 LAMBDA_FIT = 1e-5
@@ -150,27 +151,39 @@ def strict_sigma(rho: float, steps: int = STRICT_STEPS) -> float:
 def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, link: Link,
                  rng: np.random.Generator, *, radius: float, steps: int = STRICT_STEPS,
                  burn_in: int = STRICT_BURN_IN, clip: float = CLIP, lam: float = LAMBDA_FIT,
-                 lr0: float = LR0) -> FitResult:
-    """Full-batch noisy projected GD at ρ-zCDP (spec §4.8 S4).
+                 lr0: float = LR0, noise: Noise | None = None) -> FitResult:
+    """Full-batch noisy projected GD at ρ-zCDP (docs/glm.md, "Strict fits").
 
     One noisy count ñ = n + N(0, σ²), then K steps θ ← Π(θ − lr_k(g̃/max(ñ, 1) + 2λθ)) with
     g̃ = Σ clip_C(∇ℓ_i) + N(0, (2Cσ)² I); returns the mean of the iterates after `burn_in`.
+    With an exact `noise` source each of the K + 1 releases is snapped and calibrated to
+    ρ/(K + 1) for its own sensitivity (1 for the count, 2C for a gradient sum).
     """
     theta = project_ball(np.array(theta0, dtype=float), radius)
     n, d = X.shape
     sigma = strict_sigma(rho, steps)
-    noisy_n = n + rng.normal(0.0, sigma)
+    exact = noise is not None and noise.exact
+    if not exact:
+        grad_sd = 2.0 * clip * sigma
+        noisy_n = n + rng.normal(0.0, sigma)
+    else:
+        count_sd = noise.calibrate_gaussian(1.0, rho / (steps + 1), 1)[0]
+        grad_sd = noise.calibrate_gaussian(2.0 * clip, rho / (steps + 1), d)[0]
+        sigma = grad_sd / (2.0 * clip)
+        noisy_n = float(noise.snap(float(n), count_sd)) + float(noise.gaussian(count_sd))
     denom = max(noisy_n, 1.0)
     total = np.zeros(d)
     kept = 0
     for k in range(1, steps + 1):
         g = clipped_gradients(theta, X, y, link, clip).sum(axis=0) if n else np.zeros(d)
-        g = g + rng.normal(0.0, 2.0 * clip * sigma, size=d)
+        if not exact:
+            g = g + rng.normal(0.0, grad_sd, size=d)
+        else:
+            g = noise.snap(g, grad_sd) + noise.gaussian(grad_sd, d)
         theta = project_ball(theta - (lr0 / math.sqrt(k)) * (g / denom + 2.0 * lam * theta),
                              radius)
         if k > burn_in:
             total += theta
             kept += 1
     out = total / kept if kept else theta
-    return FitResult(out, n, n, steps, burn_in, steps, sigma, 2.0 * clip * sigma, "noisy_gd",
-                     rho=rho)
+    return FitResult(out, n, n, steps, burn_in, steps, sigma, grad_sd, "noisy_gd", rho=rho)

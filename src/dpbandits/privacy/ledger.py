@@ -1,4 +1,18 @@
-"""Privacy ledger: every release a private policy makes, with its mechanism and cost."""
+"""Privacy ledger: every release of a private policy, what each record pays, and the total.
+
+An entry states the cost that *each record of its partition* pays for one release (times
+`count` identical releases): records in different partitions are disjoint (parallel
+composition), entries of one partition compose sequentially, and entries of the partition
+`EVERY_RECORD` are paid by every record. The total is the worst partition's composition, so it
+follows from the entries alone: nothing is declared that the entries do not show. zCDP costs
+(ρ) add up and are converted at the end with the ledger's conversion ("classic":
+ε = ρ + 2√(ρ ln 1/δ), Bun & Steinke 2016 Prop. 1.3; "tight": dp-accounting's RDP conversion).
+
+A mechanism whose privacy argument does not hold for the neighbouring relation claimed (e.g. a
+data-dependent decision released without noise) is recorded as a `breach`: the total is then
+ε = ∞ with the reason stated. Paper accounting may also state the authors' own bound for
+information (`claim`); it is reported next to the total, never used for it.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +20,16 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 
-from dpbandits.errors import PrivacyBudgetError
+from dpbandits.errors import ConfigError, PrivacyBudgetError
+
+EVERY_RECORD = "every record"
+CONVERSIONS = ("classic", "tight")
+TOLERANCE = 1e-9
 
 
 @dataclass
 class LedgerEntry:
-    """One release (or a batch of identical releases, `count` > 1)."""
+    """One release (or `count` identical releases) and what each record of `partition` pays."""
 
     mechanism: str
     component: str
@@ -22,6 +40,7 @@ class LedgerEntry:
     rho: float | None = None
     count: int = 1
     note: str = ""
+    partition: str = EVERY_RECORD
 
 
 def rho_to_epsilon(rho: float, delta: float) -> float:
@@ -29,56 +48,113 @@ def rho_to_epsilon(rho: float, delta: float) -> float:
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
 
 
+def convert_rho(rho: float, delta: float, conversion: str) -> float:
+    """ρ-zCDP → ε at δ with the named conversion."""
+    if conversion == "tight":
+        from dpbandits.privacy.zcdp import epsilon_from_rho_tight
+
+        return epsilon_from_rho_tight(rho, delta)
+    return rho_to_epsilon(rho, delta)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Sequentially composed cost of a set of entries: pure (ε, δ) plus zCDP ρ."""
+
+    epsilon: float = 0.0
+    delta: float = 0.0
+    rho: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.epsilon + other.epsilon, self.delta + other.delta,
+                    self.rho + other.rho)
+
+    @staticmethod
+    def of(entry: LedgerEntry) -> Cost:
+        n = entry.count
+        if entry.rho is not None:
+            return Cost(rho=entry.rho * n)
+        return Cost((entry.epsilon or 0.0) * n, (entry.delta or 0.0) * n)
+
+    def to_epsilon_delta(self, delta_budget: float, conversion: str) -> tuple[float, float]:
+        """(ε, δ): the ρ part is converted at whatever δ the pure part leaves of the budget."""
+        if self.rho <= 0:
+            return self.epsilon, self.delta
+        rho_delta = delta_budget - self.delta
+        if rho_delta <= 0:
+            return math.inf, self.delta
+        return self.epsilon + convert_rho(self.rho, rho_delta, conversion), delta_budget
+
+
 @dataclass
 class PrivacyLedger:
-    """Record of releases; totals by basic composition of (ε, δ) plus zCDP additivity of ρ.
-
-    A policy whose guarantee composes differently (parallel composition across disjoint
-    batches, amplification) states its own total with `declare_total`.
-    """
+    """Record of releases; the total is the worst partition's sequential composition."""
 
     epsilon_budget: float
     delta_budget: float
     accounting: str = "strict"
+    conversion: str = "classic"
     entries: list[LedgerEntry] = field(default_factory=list)
-    declared: tuple[float, float, str] | None = None
+    breaches: list[str] = field(default_factory=list)
+    claim: tuple[float, float, str] | None = None
 
-    def record(self, entry: LedgerEntry) -> None:
-        self.entries.append(entry)
+    def __post_init__(self) -> None:
+        if self.conversion not in CONVERSIONS:
+            raise ConfigError(f"conversion = {self.conversion!r} is not allowed; allowed: "
+                              f"{', '.join(CONVERSIONS)}")
 
     def add(self, mechanism: str, component: str, **kwargs: object) -> LedgerEntry:
+        """Record one release (see LedgerEntry for the fields)."""
         entry = LedgerEntry(mechanism=mechanism, component=component, **kwargs)  # type: ignore[arg-type]
-        self.record(entry)
+        self.entries.append(entry)
         return entry
 
-    def declare_total(self, epsilon: float, delta: float, reason: str) -> None:
-        self.declared = (float(epsilon), float(delta), reason)
+    def breach(self, reason: str) -> None:
+        """The guarantee does not hold for the claimed neighbouring relation: total ε = ∞."""
+        if self.accounting == "strict":
+            raise PrivacyBudgetError(f"strict accounting cannot hold a breach: {reason}")
+        if reason not in self.breaches:
+            self.breaches.append(reason)
+
+    def state_claim(self, epsilon: float, delta: float, reason: str) -> None:
+        """Paper accounting: the bound the authors claim, reported next to the actual total."""
+        if self.accounting == "strict":
+            raise PrivacyBudgetError("strict accounting takes its total from the entries only")
+        self.claim = (float(epsilon), float(delta), reason)
+
+    def partition_costs(self) -> dict[str, Cost]:
+        """Sequential composition per partition, each including the every-record entries."""
+        shared = Cost()
+        parts: dict[str, Cost] = {}
+        for entry in self.entries:
+            if entry.partition == EVERY_RECORD:
+                shared = shared + Cost.of(entry)
+            else:
+                parts[entry.partition] = parts.get(entry.partition, Cost()) + Cost.of(entry)
+        if not parts:
+            return {EVERY_RECORD: shared}
+        return {name: cost + shared for name, cost in parts.items()}
 
     @property
     def rho_spent(self) -> float:
-        return sum((e.rho or 0.0) * e.count for e in self.entries)
+        """Largest ρ any record pays."""
+        return max(c.rho for c in self.partition_costs().values())
 
     def spent(self) -> tuple[float, float]:
-        """(ε, δ) spent: the declared total if any, else basic composition of all entries."""
-        if self.declared is not None:
-            return self.declared[0], self.declared[1]
-        eps = sum((e.epsilon or 0.0) * e.count for e in self.entries if e.rho is None)
-        delta = sum((e.delta or 0.0) * e.count for e in self.entries if e.rho is None)
-        rho = self.rho_spent
-        if rho > 0:
-            rho_delta = self.delta_budget - delta
-            if rho_delta <= 0:
-                return math.inf, delta
-            eps += rho_to_epsilon(rho, rho_delta)
-            delta += rho_delta
-        return eps, delta
+        """(ε, δ) of the worst-off record, from the entries (∞ if a breach is recorded)."""
+        if self.breaches:
+            return math.inf, self.delta_budget
+        totals = [c.to_epsilon_delta(self.delta_budget, self.conversion)
+                  for c in self.partition_costs().values()]
+        return max(e for e, _ in totals), max(d for _, d in totals)
 
     def check(self) -> None:
-        """Strict mode: raise if the spent (ε, δ) exceeds the budget."""
+        """Strict accounting: raise if any record pays more than the (ε, δ) budget."""
+        if self.accounting != "strict":
+            return
         eps, delta = self.spent()
-        if self.accounting == "strict" and (
-            eps > self.epsilon_budget * (1 + 1e-9) or delta > self.delta_budget * (1 + 1e-9)
-        ):
+        if (eps > self.epsilon_budget * (1 + TOLERANCE)
+                or delta > self.delta_budget * (1 + TOLERANCE)):
             raise PrivacyBudgetError(
                 f"strict ledger overspent: (ε, δ) = ({eps:.6g}, {delta:.3g}) > budget "
                 f"({self.epsilon_budget:.6g}, {self.delta_budget:.3g})"
@@ -91,9 +167,11 @@ class PrivacyLedger:
                 "epsilon_budget": self.epsilon_budget,
                 "delta_budget": self.delta_budget,
                 "accounting": self.accounting,
+                "conversion": self.conversion,
                 "epsilon_spent": eps,
                 "delta_spent": delta,
-                "declared": self.declared,
+                "breaches": self.breaches,
+                "claim": self.claim,
                 "entries": [asdict(e) for e in self.entries],
             },
             sort_keys=True,

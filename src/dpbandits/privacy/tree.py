@@ -1,9 +1,12 @@
-"""Binary-tree (continual counting) mechanism over symmetric matrices (glm spec §4.2)."""
+"""Binary-tree (continual counting) mechanism over symmetric matrices (docs/glm.md, "Trees")."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from dpbandits.privacy.exact_noise import Noise
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
@@ -25,6 +28,20 @@ def tree_sigma_from_rho(rho_tree: float, horizon: int, sensitivity: float) -> fl
 def tree_sigma(epsilon: float, delta: float, horizon: int, sensitivity: float) -> float:
     """Per-node σ for an (ε, δ) tree via the classic zCDP conversion (spec §4.2)."""
     return tree_sigma_from_rho(rho_from_epsilon(epsilon, delta), horizon, sensitivity)
+
+
+def tree_calibration(noise: Noise, rho_tree: float, horizon: int, sensitivity: float,
+                     dim: int) -> tuple[float, float]:
+    """(σ_node, effective sensitivity) for a tree of dim×dim leaves at ρ_tree in all: ρ_tree/h
+    per node, with the grid rounding of exact noise included (Δ' = Δ + γ·dim)."""
+    if not noise.exact:
+        return tree_sigma_from_rho(rho_tree, horizon, sensitivity), float(sensitivity)
+    return noise.calibrate_gaussian(sensitivity, rho_tree / tree_height(horizon), dim * dim)
+
+
+def tree_rho(sigma_node: float, sensitivity: float, horizon: int) -> float:
+    """zCDP of a tree: h nodes on a leaf's path, each Δ²/(2σ²) (Frobenius-isotropic noise)."""
+    return tree_height(horizon) * sensitivity**2 / (2.0 * sigma_node**2)
 
 
 def cover_nodes(count: int, height: int) -> list[int]:
@@ -56,10 +73,17 @@ class MatrixTree:
     """Continual release of prefix sums of symmetric `dim`×`dim` matrices (spec §4.2).
 
     Every node j = 1..2^h−1 carries a fixed symmetric noise Z_j = (G_j + G_jᵀ)/2, G_j with
-    i.i.d. N(0, σ²) entries (diagonal variance σ², off-diagonal σ²/2). A query at count s
-    returns shift·I + Σ_{cover(s)} (node sum + Z_j), symmetrised, with eigenvalues clipped at
-    `psd_floor`. Noise is drawn for all nodes in heap order at construction when the table is
-    small, otherwise on first use of a node (same distribution, bounded memory).
+    i.i.d. N(0, σ²) entries (diagonal variance σ², off-diagonal σ²/2): Gaussian with density
+    ∝ exp(−‖Z‖_F²/(2σ²)), so a node whose sum moves by Δ in Frobenius norm costs Δ²/(2σ²) zCDP.
+    A query at count s returns shift·I + Σ_{cover(s)} (node sum + Z_j), symmetrised, with
+    eigenvalues clipped at `psd_floor`. Noise is drawn for all nodes in heap order at
+    construction when the table is small, otherwise on first use of a node (same distribution,
+    bounded memory).
+
+    With an exact `noise` source (strict accounting) every leaf is snapped to the grid of σ and
+    Z_j has discrete Gaussian entries: σ on the diagonal and σ/√2 above it (mirrored below);
+    coordinate-wise composition gives the same (‖Δ'‖_F)²/(2σ²) with Δ' = Δ + γ·dim
+    (`exact_noise`; calibrate σ with `calibrate_gaussian(Δ, ρ_node, dim²)`).
     """
 
     def __init__(
@@ -72,6 +96,7 @@ class MatrixTree:
         *,
         psd_floor: float = 1e-12,
         eager: bool | None = None,
+        noise: Noise | None = None,
     ) -> None:
         if dim < 1:
             raise ValueError(f"dim = {dim!r} must be >= 1")
@@ -84,6 +109,8 @@ class MatrixTree:
         self.shift = float(shift)
         self.psd_floor = float(psd_floor)
         self.rng = rng
+        self.exact = noise is not None and noise.exact
+        self.noise = noise
         self.count = 0
         self._prefix = np.zeros((dim, dim))
         n_nodes = (1 << self.height) - 1
@@ -93,8 +120,7 @@ class MatrixTree:
         self._noise_table: np.ndarray | None = None
         self._noise_lazy: dict[int, np.ndarray] = {}
         if self.eager and self.sigma_node > 0:
-            g = rng.normal(0.0, self.sigma_node, size=(n_nodes, dim, dim))
-            self._noise_table = 0.5 * (g + np.swapaxes(g, 1, 2))
+            self._noise_table = self._draw(n_nodes)
         self._noise_sum = np.zeros((dim, dim))
         self._noise_sum_count = 0
 
@@ -106,9 +132,31 @@ class MatrixTree:
             return self._noise_table[node - 1]
         z = self._noise_lazy.get(node)
         if z is None:
-            g = self.rng.normal(0.0, self.sigma_node, size=(self.dim, self.dim))
-            z = self._noise_lazy[node] = 0.5 * (g + g.T)
+            z = self._noise_lazy[node] = self._draw(None)
         return z
+
+    def _draw(self, count: int | None) -> np.ndarray:
+        """Symmetric node noise for `count` nodes (or one node when None)."""
+        shape = (self.dim, self.dim) if count is None else (count, self.dim, self.dim)
+        if not self.exact:
+            g = self.rng.normal(0.0, self.sigma_node, size=shape)
+            return 0.5 * (g + np.swapaxes(g, -1, -2))
+        lead = () if count is None else (count,)
+        rows, cols = np.triu_indices(self.dim, 1)
+        out = np.zeros(shape)
+        diag = np.arange(self.dim)
+        out[..., diag, diag] = self.noise.gaussian(self.sigma_node, (*lead, self.dim))
+        if rows.size:
+            upper = self.noise.gaussian(self.sigma_node / math.sqrt(2.0), (*lead, rows.size))
+            out[..., rows, cols] = upper
+            out[..., cols, rows] = upper
+        return out
+
+    def snap(self, matrix: np.ndarray) -> np.ndarray:
+        """A leaf as the tree adds it: on the grid of σ with exact noise, else unchanged."""
+        if not self.exact or self.sigma_node == 0:
+            return matrix
+        return self.noise.snap(matrix, self.sigma_node)
 
     def update(self, matrix: np.ndarray | None = None) -> None:
         """Append the next leaf (None or a zero matrix for an empty round)."""
@@ -116,7 +164,7 @@ class MatrixTree:
             raise ValueError(f"MatrixTree: update {self.count + 1} exceeds horizon {self.horizon}")
         self.count += 1
         if matrix is not None:
-            self._prefix += matrix
+            self._prefix += self.snap(matrix)
 
     def update_rank_one(self, x: np.ndarray, weight: float) -> None:
         """Append the leaf weight·x xᵀ."""

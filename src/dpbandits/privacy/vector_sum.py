@@ -1,9 +1,16 @@
-"""Shuffle-model vector summation P_vec (Cheu–Joseph–Mao–Peng 2022; glm spec §5.5).
+"""Shuffle-model vector summation P_vec (Cheu–Joseph–Mao–Peng, ICLR 2022, arXiv:2106.09805).
 
 Each user encodes every coordinate of v (|v_j| ≤ ‖v‖ ≤ L) in unary with randomised rounding
 into 2g bits and adds b Bernoulli(p) blanket bits; the shuffler permutes all messages; the
 analyzer counts ones per coordinate. `vector_sum` samples the analyzer's output directly
-(exact in distribution); `randomize`, `shuffle` and `analyze` are the explicit protocol.
+(exact in distribution at every n·b); `randomize`, `shuffle` and `analyze` are the explicit
+protocol.
+
+Privacy: CJMP Theorem 4.2, the statement the Private-GLM paper relies on (its Appendix F).
+Constants: g = ⌈max(2√n, D, 4)⌉, p = 1/4, b = ⌈c_b g² ln²(4(D²+1)/δ)/(ε² n)⌉ with
+c_b = 24·10⁴, for ε ≤ 15. UNVERIFIED: these are the values this project attributes to that
+theorem, but its text could not be retrieved and checked here, so the constants are not
+confirmed against the paper (docs/glm.md, "Algorithm 1").
 """
 
 from __future__ import annotations
@@ -15,12 +22,17 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 
-CB_THEORY = 24.0e4
+CB_THEORY = 24.0e4  # CJMP's constant for P_vec as used here (unverified, see module docstring)
 CB_PRACTICAL = 1.0
 LOG_ARGS = ("theory", "practical")
-BLANKET_P = 0.25
-MAX_EPSILON = 15.0
+BLANKET_P = 0.25  # blanket-bit probability p of P_vec (CJMP; unverified)
+MAX_EPSILON = 15.0  # range ε ≤ 15 of CJMP's guarantee for P_vec (unverified)
+# numpy draws Binomial(n, p) for int64 n but computes in doubles, so n is exact only up to
+# 2^53 ≈ 9.0e15 (draws at n = 2^63 − 1 come back as multiples of 256). Counts above
+# EXACT_BINOMIAL_MAX are drawn as sums of Binomial(BINOMIAL_CHUNK, p) and a remainder.
 EXACT_BINOMIAL_MAX = 1e15
+BINOMIAL_CHUNK = 10**15
+CHUNK_BLOCK = 1024  # chunks drawn per numpy call (bounds memory at 1024·D draws)
 
 
 @dataclass(frozen=True)
@@ -42,7 +54,7 @@ class VectorSumParams:
 
     @property
     def noise_sd(self) -> float:
-        """σ̃ = (L/g)·√(n(3b/16 + 1/4)): upper bound on the per-coordinate std (spec §5.5)."""
+        """σ̃ = (L/g)·√(n(b·p(1−p) + 1/4)): per-coordinate std bound (blanket + rounding)."""
         return self.bound / self.g * math.sqrt(self.n * (self.b * self.p * (1 - self.p) + 0.25))
 
     def variance(self, frac: np.ndarray) -> np.ndarray:
@@ -53,7 +65,7 @@ class VectorSumParams:
 
 def vector_sum_params(n: int, dim: int, bound: float, epsilon: float, delta: float, *,
                       c_b: float = CB_THEORY, log_arg: str = "theory") -> VectorSumParams:
-    """g = ⌈max(2√n, D, 4)⌉, b = ⌈c_b g² ln²(arg)/(ε² n)⌉ with arg = 4(D²+1)/δ or D/δ (§5.5)."""
+    """g = ⌈max(2√n, D, 4)⌉, b = ⌈c_b g² ln²(arg)/(ε² n)⌉, arg = 4(D²+1)/δ or D/δ (CJMP P_vec)."""
     if int(n) != n or n < 1:
         raise ConfigError(f"n = {n!r} is not allowed; must be an integer >= 1")
     if int(dim) != dim or dim < 1:
@@ -132,21 +144,35 @@ def run_protocol(vectors: np.ndarray, params: VectorSumParams,
     return analyze(shuffle(msgs, rng), params)
 
 
+def blanket_deviation(trials: int, p: float, dim: int, rng: np.random.Generator
+                      ) -> np.ndarray:
+    """Binomial(trials, p) − trials·p for each of `dim` coordinates, exact at any trials."""
+    if trials <= EXACT_BINOMIAL_MAX:
+        return rng.binomial(trials, p, size=dim).astype(float) - p * trials
+    # Binomial(kC + r, p) is the sum of k independent Binomial(C, p) and one Binomial(r, p).
+    # Deviations from each part's mean are integers (p = 1/4, C = 10^15) far below 2^53, so
+    # their float sum is exact.
+    chunks, rest = divmod(int(trials), BINOMIAL_CHUNK)
+    total = np.zeros(dim)
+    for start in range(0, chunks, CHUNK_BLOCK):
+        rows = min(CHUNK_BLOCK, chunks - start)
+        draws = rng.binomial(BINOMIAL_CHUNK, p, size=(rows, dim)).astype(float)
+        total += (draws - p * BINOMIAL_CHUNK).sum(axis=0)
+    if rest:
+        total += rng.binomial(rest, p, size=dim).astype(float) - p * rest
+    return total
+
+
 def vector_sum(vectors: np.ndarray, params: VectorSumParams,
                rng: np.random.Generator) -> np.ndarray:
-    """Analyzer output sampled directly: Y_j = Σ_u ȳ_{u,j} + Binomial(n·b, p) (spec §5.5).
+    """Analyzer output sampled directly: Y_j = Σ_u ȳ_{u,j} + Binomial(n·b, p) (CJMP P_vec).
 
-    The permutation does not change the counts. Above 1e15 trials the blanket count is drawn
-    from its normal approximation.
+    The permutation does not change the counts. The blanket count is drawn exactly at every
+    n·b: one numpy draw up to 10^15 trials, a sum of exact chunk draws above.
     """
     v = _check_vectors(vectors, params)
     levels, _ = _rounded_levels(v, params, rng)
-    trials = params.n * params.b
-    mean = params.p * trials
-    if trials <= EXACT_BINOMIAL_MAX:
-        blanket = rng.binomial(trials, params.p, size=params.dim).astype(float) - mean
-    else:
-        blanket = rng.normal(0.0, math.sqrt(trials * params.p * (1 - params.p)), params.dim)
+    blanket = blanket_deviation(params.n * params.b, params.p, params.dim, rng)
     scale = params.bound / params.g
     return scale * (levels.sum(axis=0).astype(float) + blanket) - params.n * params.bound
 
@@ -159,7 +185,7 @@ def upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
 def sym_sum(points: np.ndarray, weights: np.ndarray | None, bound: float, epsilon: float,
             delta: float, rng: np.random.Generator, *, c_b: float = CB_THEORY,
             log_arg: str = "theory") -> tuple[np.ndarray, VectorSumParams]:
-    """SymSum: shuffle-private Σ_u w_u x_u x_uᵀ from the upper triangles (spec §5.3, §5.5)."""
+    """SymSum: shuffle-private Σ_u w_u x_u x_uᵀ, its upper triangle summed with P_vec (CJMP)."""
     x = np.atleast_2d(np.asarray(points, dtype=float))
     n, d = x.shape
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
