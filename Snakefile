@@ -2,8 +2,6 @@
 #   snakemake --cores N                     synthetic experiments at paper scale (default)
 #   snakemake --cores N realdata            MovieLens-25M and Jester experiments
 #   snakemake --cores N --configfile config/smoke.yaml    the same, tiny
-from pathlib import Path
-
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -13,7 +11,7 @@ if not config:
     configfile: "config/config.yaml"
 
 
-# Optional rule files append files to these lists to join the default / realdata targets.
+# Rule files append files to these lists to join the default / realdata targets.
 EXTRA_TARGETS = {"synthetic": [], "realdata": []}
 
 
@@ -21,12 +19,9 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/figures.smk"
-
-
-for optional in ("data", "audit", "paper"):
-    if Path(workflow.basedir, "workflow", "rules", f"{optional}.smk").exists():
-
-        include: f"workflow/rules/{optional}.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/audit.smk"
+include: "workflow/rules/paper.smk"
 
 
 rule all:

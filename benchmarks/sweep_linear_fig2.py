@@ -15,8 +15,11 @@ from pathlib import Path
 from dpbandits.aggregate import aggregate, load_curves
 from dpbandits.config import experiment_shards, load_config
 from dpbandits.outputs import make_outputs
+from dpbandits.paper.published import load_published
 from dpbandits.simulate import run_shard
 from dpbandits.storage import write_shard
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "paper" / "published"
 
 EXPERIMENT = "linear_fig2"
 
@@ -39,7 +42,8 @@ def main() -> None:
     results = out / "results" / EXPERIMENT
     summary = aggregate(paths, results / "summary.csv", results / "curves.h5")
     written = make_outputs(
-        EXPERIMENT, exp, summary, load_curves(results / "curves.h5"), out / "paper"
+        EXPERIMENT, exp, summary, load_curves(results / "curves.h5"), out / "paper",
+        load_published(PUBLISHED.glob("*.yaml")),
     )
     total, total_cpu = time.perf_counter() - start, time.process_time() - cpu_start
     print(

@@ -21,8 +21,11 @@ from pathlib import Path
 from dpbandits.aggregate import aggregate, load_curves
 from dpbandits.config import experiment_shards, format_epsilon, grid_columns, load_config
 from dpbandits.outputs import make_outputs
+from dpbandits.paper.published import load_published
 from dpbandits.simulate import run_shard
 from dpbandits.storage import write_shard
+
+PUBLISHED = Path(__file__).resolve().parents[1] / "paper" / "published"
 
 
 def main() -> None:
@@ -68,7 +71,7 @@ def main() -> None:
     summary = aggregate(paths, results / "summary.csv", results / "curves.h5",
                         grid_columns({"experiments": {args.experiment: exp}}, args.experiment))
     written = make_outputs(args.experiment, exp, summary, load_curves(results / "curves.h5"),
-                           out / "paper")
+                           out / "paper", load_published(PUBLISHED.glob("*.yaml")))
     if timing.exists():
         rows = [json.loads(line) for line in timing.read_text().splitlines()]
         cpu = sum(r["cpu"] for r in rows)

@@ -1,4 +1,4 @@
-"""G-optimal design (spec §2, checklist §11.1–2)."""
+"""G-optimal design (docs/linear.md, "G-optimal design")."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_small_support_for_paper_instance() -> None:
 
 
 def test_log_det_close_to_kiefer_wolfowitz_optimum() -> None:
-    """FW's log det is within 1e-2 of a long multiplicative-weights run (checklist §11.2)."""
+    """FW's log det is within 1e-2 of a long multiplicative-weights run."""
     rng = np.random.default_rng(5)
     points = sphere(rng, 20, 3)
     w = g_optimal_design(points, tol=0.01)

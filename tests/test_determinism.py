@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpbandits.policies.base import get_policy_class
+from dpbandits.policies import get_policy_class
 from dpbandits.simulate import run_shard
 from dpbandits.storage import ShardData, read_shard
 

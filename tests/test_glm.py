@@ -1,4 +1,4 @@
-"""MLE solvers and linear-algebra helpers (glm spec §2; checklist §7 items 6–8)."""
+"""MLE solvers and linear-algebra helpers (docs/glm.md, "MLE solvers")."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ def test_compat_objective_is_nll_with_canonical_gradient(monkeypatch: pytest.Mon
 
 
 def test_compat_probit_reports_failures_sometimes() -> None:
-    """The inconsistent probit pair makes some line searches fail (spec §2.1 [M]: 15–30 %)."""
+    """The inconsistent probit pair makes some line searches fail (measured: 15–30 %)."""
     link = get_link("probit")
     flags = []
     for seed in range(30):

@@ -11,9 +11,9 @@ def test_simulate_and_all_registries_avoid_heavy_imports():
         "import sys\n"
         "from dpbandits.simulate import run_shard\n"
         "from dpbandits.storage import write_shard\n"
-        "from dpbandits.policies import load_all\n"
-        "from dpbandits.instances.registry import load_all as load_instances\n"
-        "load_all(); load_instances()\n"
+        "from dpbandits.policies import POLICIES\n"
+        "from dpbandits.instances.registry import GENERATORS\n"
+        "list(POLICIES.items()); list(GENERATORS.items())\n"
         f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -59,7 +59,19 @@ def test_dry_run_of_full_config_is_fast(tmp_path: Path):
         (("glm_table2", "delta"), 1.0, "delta"),
         (("glm_table2", "instance", "horizon"), 0, "horizon"),
         (("glm_table2", "instance_grid"), {"S": [-1.0]}, "grid point 0"),
-        (("glm_table2", "algorithms"), [{"policy": "NoSuch"}], "unknown algorithm 'NoSuch'"),
+        (("glm_table2", "algorithms"), [{"policy": "NoSuch"}], "'NoSuch' is not one of"),
+        (("glm_table2", "instance", "horizn"), 300, "'horizn' was unexpected); allowed: K, S"),
+        (("linear_fig2", "instance", "noise"), 1.0, "'noise' was unexpected"),
+        (("glm_table2", "algorithms"), [{"policy": "GLOC", "params": {"lamO": 1.0}}],
+         "'lamO' was unexpected); allowed: lam0, paper_faithful"),
+        (("glm_table2", "algorithms"), [{"policy": "GLOC", "params": {"lam0": -1.0}}],
+         "algorithms/0/params/lam0"),
+        (("ts_synthetic", "algorithms"), [{"policy": "LinUCB", "grid": {"alpah": [1.0]}}],
+         "unknown parameter(s) alpah for algorithm LinUCB"),
+        (("glm_table2", "algorithms"), [{"policy": "Private-GLM", "params": {
+            "strict_steps": 3, "strict_burn_in": 3}}], "strict_burn_in = 3 is not allowed"),
+        (("glm_shuffle", "algorithms"), [{"policy": "Shuffle-GLM", "params": {"c_b": 1.0}}],
+         "not allowed with accounting = strict"),
     ],
 )
 def test_bad_config_fails_with_one_line_and_writes_nothing(tmp_path, path, value, needle):

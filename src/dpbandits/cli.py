@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
-import pkgutil
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from dpbandits import __version__
+from dpbandits.audit import cli as audit_cli
 from dpbandits.errors import ConfigError, DPBanditsError
+from dpbandits.privacy.commands import CALCULATORS
+from dpbandits.registry import describe
 
 DEFAULT_CONFIG = "config/config.yaml"
 
@@ -77,22 +79,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_list(args: argparse.Namespace) -> int:
     if args.what == "algorithms":
-        from dpbandits.policies import REGISTRY, load_all
+        from dpbandits.params import describe
+        from dpbandits.policies import POLICIES
 
-        load_all()
-        for name, cls in sorted(REGISTRY.items()):
+        for name, cls in POLICIES.items():
             kind = "private" if cls.private else "non-private"
             print(f"{name}\t{kind}\t{','.join(cls.families)}")
+            for line in describe(cls.parameters):
+                print(f"    {line}")
     elif args.what == "instances":
-        from dpbandits.instances.registry import GENERATORS, load_all
+        from dpbandits.instances.registry import GENERATORS
+        from dpbandits.params import describe
 
-        load_all()
-        print("\n".join(sorted(GENERATORS)))
+        for name, kind in GENERATORS.items():
+            print(f"{name}\t{kind.doc}")
+            for line in describe(kind.parameters):
+                print(f"    {line}")
     elif args.what == "outputs":
-        from dpbandits.outputs import OUTPUTS, load_all
+        from dpbandits.outputs import OUTPUTS
 
-        load_all()
-        print("\n".join(sorted(OUTPUTS)))
+        print("\n".join(OUTPUTS.names()))
     else:
         from dpbandits.config import all_shards, load_config
 
@@ -119,19 +125,6 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     for name, values in sorted(shard.diagnostics.items()):
         print(f"{name}: " + ", ".join(f"{v:.6g}" for v in values))
     return 0
-
-
-def _plugins(package: str) -> dict[str, object]:
-    try:
-        pkg = importlib.import_module(package)
-    except ModuleNotFoundError:
-        return {}
-    found = {}
-    for module in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"{package}.{module.name}")
-        if hasattr(mod, "NAME"):
-            found[mod.NAME] = mod
-    return found
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,20 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     privacy = sub.add_parser("privacy", help="privacy calculators")
     psub = privacy.add_subparsers(dest="privacy_command", required=True,
                                   parser_class=OneLineParser)
-    for name, mod in sorted(_plugins("dpbandits.privacy.commands").items()):
-        p = psub.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0]
-                            if mod.__doc__ else None)
+    for name, mod in CALCULATORS.items():
+        p = psub.add_parser(name, help=describe(mod))
         mod.add_arguments(p)
         p.set_defaults(func=mod.main)
 
-    try:
-        audit_cli = importlib.import_module("dpbandits.audit.cli")
-    except ModuleNotFoundError:
-        audit_cli = None
-    if audit_cli is not None:
-        audit = sub.add_parser("audit", help="empirical privacy audit of a mechanism or policy")
-        audit_cli.add_arguments(audit)
-        audit.set_defaults(func=audit_cli.main)
+    audit = sub.add_parser("audit", help="empirical privacy audit of a mechanism or policy")
+    audit_cli.add_arguments(audit)
+    audit.set_defaults(func=audit_cli.main)
     return parser
 
 
@@ -187,6 +174,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DPBanditsError as exc:
         print(f"dpbandits: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `dpbandits list shards | head`: the reader stopped
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -14,6 +14,10 @@ import jsonschema
 import yaml
 
 from dpbandits.errors import ConfigError
+from dpbandits.instances.registry import GENERATORS, check_instance
+from dpbandits.params import Param
+from dpbandits.params import schema as param_schema
+from dpbandits.policies import POLICIES, get_policy_class
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
@@ -29,7 +33,29 @@ class Shard:
 
 
 def load_schema() -> dict[str, Any]:
-    return _copy(_schema_text())
+    """The config schema with each algorithm's and each instance generator's declared
+    parameters filled in (`dpbandits.params`): one declaration, no hand-kept copy."""
+    schema = _copy(_schema_text())
+    defs = schema["$defs"]
+    defs["algorithm"]["properties"]["policy"]["enum"] = POLICIES.names()
+    defs["algorithm"]["allOf"] = [
+        {"if": {"properties": {"policy": {"const": name}}},
+         "then": {"properties": {"params": param_schema(cls.parameters, False)}}}
+        for name, cls in POLICIES.items()]
+    instance = defs["experiment"]["properties"]["instance"]
+    instance["properties"]["generator"]["enum"] = GENERATORS.names()
+    instance["allOf"] = [
+        {"if": {"properties": {"generator": {"const": name}}},
+         "then": _without_required(param_schema(
+             (*kind.parameters, Param("generator", name, "instance generator", ("string",))),
+             False))}
+        for name, kind in GENERATORS.items()]
+    return schema
+
+
+def _without_required(schema: dict[str, Any]) -> dict[str, Any]:
+    """Instance keys may come from `instance_grid`: required keys are checked after merging."""
+    return {k: v for k, v in schema.items() if k != "required"}
 
 
 @lru_cache(maxsize=1)
@@ -58,7 +84,12 @@ def _copy(value: Any) -> Any:
 def describe_error(error: jsonschema.ValidationError) -> str:
     """One line: where in the config, the bad value, and what is allowed."""
     where = "/".join(str(p) for p in error.absolute_path) or "<top level>"
-    return f"config error at {where}: {error.message}"
+    message = error.message
+    if error.validator == "additionalProperties" and isinstance(error.schema, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        if allowed:
+            message += f"; allowed: {', '.join(allowed)}"
+    return f"config error at {where}: {message}"
 
 
 def _reject_non_finite(value: Any, path: list[str]) -> None:
@@ -75,10 +106,83 @@ def _reject_non_finite(value: Any, path: list[str]) -> None:
             _reject_non_finite(item, [*path, str(index)])
 
 
-def validate_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Validate against the schema, filling defaults in place; one clear ConfigError if bad."""
+def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
+    """`overlay` on top of `base`: mappings merge key by key, other values replace, null removes."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if value is None and key in out and isinstance(out[key], dict | list):
+            del out[key]
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _read_yaml(path: Path) -> Any:
+    if not path.is_file():
+        raise ConfigError(f"config file {str(path)!r} does not exist")
+    try:
+        with open(path) as handle:
+            return yaml.safe_load(handle)
+    except yaml.YAMLError as exc:
+        line = str(exc).replace("\n", " ")
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {line}") from None
+
+
+def _locate(name: str, origin: Path | None) -> Path:
+    """A `base` file: absolute, next to the overlay, in the working folder or the repository."""
+    candidates = [Path(name)]
+    if origin is not None:
+        candidates.append(origin.parent / name)
+    candidates.append(REPO_ROOT / name)
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ConfigError(f"config error at base: {name!r} does not exist; must name a config file "
+                      "(e.g. config/config.yaml)")
+
+
+def resolve_overlays(config: dict[str, Any], origin: Path | None = None,
+                     seen: tuple[Path, ...] = ()) -> dict[str, Any]:
+    """A config with `base: <file>` holds only what differs from that file (chains allowed);
+    an experiment with `extends: <experiment>` holds only what differs from that one."""
+    if "base" in config:
+        path = _locate(str(config["base"]), origin).resolve()
+        if path in seen:
+            raise ConfigError(f"config error at base: {str(path)!r} includes itself")
+        base = _read_yaml(path)
+        if not isinstance(base, dict):
+            raise ConfigError(f"config file {str(path)!r} must be a mapping")
+        base = resolve_overlays(base, path, (*seen, path))
+        config = merge(base, {k: v for k, v in config.items() if k != "base"})
+    experiments = config.get("experiments")
+    if isinstance(experiments, dict):
+        config = {**config, "experiments": {name: _extended(name, exp, experiments)
+                                            for name, exp in experiments.items()}}
+    return config
+
+
+def _extended(name: str, exp: Any, experiments: dict[str, Any], depth: int = 0) -> Any:
+    if not isinstance(exp, dict) or "extends" not in exp:
+        return exp
+    parent = exp["extends"]
+    if parent not in experiments or parent == name or depth > len(experiments):
+        raise ConfigError(f"config error at experiments/{name}/extends: {parent!r} is not "
+                          f"allowed; must name another experiment ({', '.join(experiments)})")
+    base = _extended(parent, experiments[parent], experiments, depth + 1)
+    return merge(base, {k: v for k, v in exp.items() if k != "extends"})
+
+
+def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[str, Any]:
+    """Resolve overlays, validate against the schema and fill defaults (in place); one clear
+    ConfigError line if bad."""
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
+    resolved = resolve_overlays(config, origin)
+    if resolved is not config:
+        config.clear()
+        config.update(resolved)
     _reject_non_finite(config, [])
     schema = load_schema()
     validator = _with_defaults(jsonschema.Draft202012Validator)(schema)
@@ -90,17 +194,9 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
-    """Read a YAML config and validate it (with defaults)."""
+    """Read a YAML config (an overlay if it names a `base`) and validate it (with defaults)."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file {str(path)!r} does not exist")
-    try:
-        with open(path) as handle:
-            config = yaml.safe_load(handle)
-    except yaml.YAMLError as exc:
-        line = str(exc).replace("\n", " ")
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {line}") from None
-    return validate_config(config)
+    return validate_config(_read_yaml(path), path)
 
 
 def slug(text: str) -> str:
@@ -146,22 +242,15 @@ def instance_grid(exp: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _check_instance(name: str, index: int, inst: dict[str, Any]) -> None:
-    full = load_schema()
-    schema = {"$defs": full["$defs"], **full["$defs"]["experiment"]["properties"]["instance"]}
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(inst))
-    if errors:
-        err = jsonschema.exceptions.best_match(errors)
-        key = "/".join(str(p) for p in err.absolute_path)
-        raise ConfigError(
-            f"config error at experiments/{name}/instance (grid point {index}) {key}: "
-            f"{err.message}"
-        )
+    try:
+        check_instance(inst)
+    except ConfigError as exc:
+        raise ConfigError(f"config error at experiments/{name}/instance (grid point {index}): "
+                          f"{exc}") from None
 
 
 def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
     """Every shard of one experiment, in a stable order."""
-    from dpbandits.policies import get_policy_class
-
     instances = instance_grid(exp)
     for index, inst in enumerate(instances):
         _check_instance(name, index, inst)
@@ -180,7 +269,7 @@ def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
     for alg in algorithms:
         cls = get_policy_class(alg["policy"])
         try:
-            cls.check_accounting(alg["params"], alg["accounting"])
+            cls.check_params(alg["params"], alg["accounting"])
         except ConfigError as exc:
             raise ConfigError(f"config error at experiments/{name}/algorithms "
                               f"({alg['label']}): {exc}") from None

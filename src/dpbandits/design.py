@@ -31,7 +31,7 @@ class Design:
 
 
 def span_basis(points: np.ndarray) -> np.ndarray:
-    """Orthonormal rows U (k × d) of the row span by thin SVD; rank tolerance of spec §2."""
+    """Orthonormal rows U (k × d) of the row span by thin SVD, rank tolerance 1e-10·max(1, s₁)."""
     _, s, vt = np.linalg.svd(points, full_matrices=False)
     if s.size == 0:
         return np.zeros((0, points.shape[1]))
@@ -48,7 +48,10 @@ def leverages(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
-    """k rows picked by largest residual norm with Gram–Schmidt deflation (spec §2, step 1)."""
+    """k rows picked by largest residual norm with Gram–Schmidt deflation.
+
+    The greedy start of docs/linear.md, "G-optimal design".
+    """
     residual = np.array(x, dtype=float, copy=True)
     k = x.shape[1]
     chosen: list[int] = []
@@ -65,8 +68,9 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
 def frank_wolfe(
     x: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
 ) -> tuple[np.ndarray, float, int]:
-    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search (LS Ch. 21; spec §2).
+    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search.
 
+    Lattimore & Szepesvári, Bandit Algorithms, Ch. 21 (Kiefer–Wolfowitz).
     V(π)^{-1} is carried by Sherman–Morrison rank-one updates; the final g is recomputed from a
     Cholesky factorisation.
     """
@@ -116,7 +120,10 @@ def check_points(points: np.ndarray, *, max_norm: float | None = 1.0) -> np.ndar
 def compute_design(
     points: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000, max_norm: float | None = 1.0
 ) -> Design:
-    """G-optimal design on the span of the rows of `points` (spec §2: projection, then FW)."""
+    """G-optimal design on the span of the rows of `points`: projection, then Frank–Wolfe.
+
+    docs/linear.md, "G-optimal design".
+    """
     a = check_points(points, max_norm=max_norm)
     if not 0 < tol <= 1:
         raise ConfigError(f"tol = {tol!r} is not allowed; must be in (0, 1]")
@@ -132,8 +139,9 @@ def compute_design(
 def g_optimal_design(
     points: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
 ) -> np.ndarray:
-    """Weights π over the rows with max_a ||a||²_{V(π)^+} ≤ (1 + tol)·k ≤ 2k, k = rank (spec §2).
+    """Weights π over the rows with max_a ||a||²_{V(π)^+} ≤ (1 + tol)·k ≤ 2k, k = rank.
 
+    The bound ≤ 2k is what Hanna et al., Lemma 2 needs (Lattimore & Szepesvári, Ch. 21).
     Sets that do not span R^d are handled on their span, so V(π)^+ is the pseudo-inverse.
     """
     return compute_design(points, tol=tol, max_iter=max_iter, max_norm=None).weights

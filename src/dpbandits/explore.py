@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from dpbandits.aggregate import load_curves
-from dpbandits.claims import select
+from dpbandits.paper.results import select
 
 RESULTS_ENV = "DPBANDITS_RESULTS"
 CURVE_KEYS = ("regret_mean", "regret_se", "reward_mean", "reward_se")

@@ -1,4 +1,4 @@
-"""GLM maximum-likelihood solvers and small linear-algebra helpers (glm-bandits spec §2)."""
+"""GLM maximum-likelihood solvers and small linear-algebra helpers (docs/glm.md, "MLE solvers")."""
 
 from __future__ import annotations
 
@@ -34,7 +34,10 @@ class SolverStats:
 def canonical_loss(
     theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float
 ) -> float:
-    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² (spec §1.1, code regularisation convention)."""
+    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖², in the authors' code's regularisation convention.
+
+    docs/glm.md, "Reward families and losses" (the paper, Section 4, writes (λ/2)‖θ‖²).
+    """
     z = X @ theta
     return float(np.sum(link.potential(z) - r * z) + lam * (theta @ theta))
 
@@ -42,12 +45,12 @@ def canonical_loss(
 def canonical_gradient(
     theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float
 ) -> np.ndarray:
-    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ (spec §1.1)."""
+    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ."""
     return X.T @ (link.mean(X @ theta) - r) + 2.0 * lam * theta
 
 
 def bernoulli_nll(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float) -> float:
-    """−Σ[rᵢ ln μ(zᵢ) + (1−rᵢ) ln(1−μ(zᵢ))] + λ‖θ‖² with stable logs (spec §2.1 compat)."""
+    """−Σ[rᵢ ln μ(zᵢ) + (1−rᵢ) ln(1−μ(zᵢ))] + λ‖θ‖² with stable logs (the `compat` objective)."""
     if link.log_mean is None or link.log_one_minus_mean is None:
         raise ValueError(f"family {link.name!r} has no Bernoulli likelihood")
     z = X @ theta
@@ -82,7 +85,7 @@ def newton_mle(
     max_iter: int = 50,
     stats: SolverStats | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """Damped Newton/IRLS on the canonical loss, Armijo backtracking, ‖θ‖ ≤ cap (spec §2.1 clean).
+    """Damped Newton/IRLS on the canonical loss, Armijo backtracking, ‖θ‖ ≤ cap.
 
     Stops when ‖∇F‖_∞ ≤ tol·max(1, n) (or, when the cap is active, when the KKT conditions of
     the capped problem hold to that tolerance) or after `max_iter` Newton steps. Returns
@@ -256,7 +259,7 @@ def compat_mle(
     *,
     stats: SolverStats | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """L-BFGS-B on (Bernoulli NLL, canonical gradient), default options (spec §2.1 compat).
+    """L-BFGS-B on (Bernoulli NLL, canonical gradient), default options (the authors' solver).
 
     For probit the objective and gradient do not match, as in the reference code; the returned
     `success` flag is scipy's.
@@ -295,7 +298,7 @@ def solve_mle(
     cap: float | None = None,
     stats: SolverStats | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """Dispatch to the `compat` (L-BFGS-B) or `newton` solver by name (spec §2.1)."""
+    """Dispatch to the `compat` (L-BFGS-B) or `newton` solver by name."""
     if solver == "newton":
         return newton_mle(X, r, link, lam, theta0, cap=cap, stats=stats)
     if solver == "compat":
@@ -304,7 +307,7 @@ def solve_mle(
 
 
 def sherman_morrison(A_inv: np.ndarray, x: np.ndarray, w: float = 1.0) -> float:
-    """In place: A⁻¹ ← (A + w·xxᵀ)⁻¹ (spec §2.2); returns xᵀA⁻¹x of the old A⁻¹."""
+    """In place: A⁻¹ ← (A + w·xxᵀ)⁻¹ (Sherman–Morrison); returns xᵀA⁻¹x of the old A⁻¹."""
     u = A_inv @ x
     q = float(x @ u)
     A_inv -= (w / (1.0 + w * q)) * np.outer(u, u)
@@ -317,7 +320,7 @@ def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 def logdet(A: np.ndarray) -> float:
-    """log det A via slogdet, −∞ when the sign is ≤ 0 (spec §2.2)."""
+    """log det A via slogdet, −∞ when the sign is ≤ 0."""
     sign, value = np.linalg.slogdet(A)
     return float(value) if sign > 0 else -math.inf
 

@@ -1,4 +1,4 @@
-"""Link functions μ, μ̇ and potentials b of the GLM reward families (glm-bandits spec §1.1)."""
+"""Link functions μ, μ̇ and potentials b of the GLM reward families (Private-GLM paper, Sec. 4)."""
 
 from __future__ import annotations
 
@@ -62,12 +62,15 @@ class Link:
     binary: bool = True
 
     def kappa_public(self, S: float) -> float:
-        """κ_pub = 1/μ̇(S): the data-independent bound for ‖x‖ ≤ 1, ‖θ*‖ ≤ S (spec §1.2)."""
+        """κ_pub = 1/μ̇(S): the data-independent bound for ‖x‖ ≤ 1, ‖θ*‖ ≤ S.
+
+        docs/glm.md, "Non-linearity constants"; the paper defines κ in its Section 4.1.
+        """
         return float(1.0 / self.dot(np.array(S, dtype=float)))
 
     @property
     def kappa_star_public(self) -> float:
-        """κ*_pub = 1/sup μ̇ (spec §1.2)."""
+        """κ*_pub = 1/sup μ̇ (docs/glm.md, "Non-linearity constants")."""
         return 1.0 / self.sup_dot
 
 

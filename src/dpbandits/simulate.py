@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from typing import Any
 
@@ -11,7 +10,9 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
-from dpbandits.policies.base import ACCOUNTING_MODES, get_policy_class
+from dpbandits.params import REQUIRED, Declaration, Param, choice, integer, number, validate
+from dpbandits.policies import get_policy_class
+from dpbandits.privacy.ledger import ACCOUNTING_MODES
 from dpbandits.runner import run_policy
 from dpbandits.seeding import policy_rng
 from dpbandits.storage import ShardData
@@ -20,10 +21,21 @@ log = logging.getLogger(__name__)
 
 FULL_CURVE_MAX_HORIZON = 20_000
 N_CHECKPOINTS = 1000
-SPEC_KEYS = {
-    "experiment", "algorithm", "policy", "params", "epsilon", "delta", "accounting",
-    "instance", "instance_index", "trials", "seed",
-}
+SHARD_SPEC: Declaration = (
+    Param("experiment", REQUIRED, "experiment name", ("string",)),
+    Param("algorithm", REQUIRED, "algorithm label (its folder name)", ("string",)),
+    Param("policy", REQUIRED, "registered algorithm", ("string",)),
+    Param("params", {}, "the algorithm's parameters", ("mapping",)),
+    number("epsilon", None, "privacy budget ε of a private algorithm", gt=0, nullable=True),
+    number("delta", None, "privacy budget δ (confidence δ of a non-private one)", gt=0, lt=1,
+           nullable=True),
+    choice("accounting", "strict", "strict (the theorem's guarantee) or paper (the authors' "
+           "code)", ACCOUNTING_MODES),
+    Param("instance", REQUIRED, "instance generator and its keys", ("mapping",)),
+    integer("instance_index", REQUIRED, "index in the experiment's instance grid", ge=0),
+    Param("trials", REQUIRED, "trial indices", ("integers",), ge=0),
+    integer("seed", REQUIRED, "root seed of the experiment", ge=0),
+)
 
 
 def checkpoints_for(horizon: int) -> np.ndarray:
@@ -36,38 +48,11 @@ def checkpoints_for(horizon: int) -> np.ndarray:
 
 def validate_spec(spec: dict[str, Any]) -> None:
     """Reject a malformed shard spec with one clear line."""
-    missing = sorted(SPEC_KEYS - {"params", "accounting", "epsilon", "delta"} - set(spec))
-    if missing:
-        raise ConfigError(f"shard spec is missing key(s): {', '.join(missing)}")
-    unknown = sorted(set(spec) - SPEC_KEYS)
-    if unknown:
-        raise ConfigError(f"unknown shard spec key(s) {', '.join(unknown)}; "
-                          f"allowed: {', '.join(sorted(SPEC_KEYS))}")
-    trials = spec["trials"]
-    if (not isinstance(trials, list) or not trials
-            or not all(isinstance(t, int) and not isinstance(t, bool) and t >= 0
-                       for t in trials)):
-        raise ConfigError(f"trials = {trials!r} is not allowed; must be a non-empty list of "
-                          "integers >= 0")
-    seed = spec["seed"]
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed = {seed!r} is not allowed; must be an integer >= 0")
-    for key in ("params", "instance"):
-        if not isinstance(spec.get(key, {}), dict):
-            raise ConfigError(f"{key} = {spec[key]!r} is not allowed; must be a mapping")
-    accounting = spec.get("accounting", "strict")
-    if accounting not in ACCOUNTING_MODES:
-        raise ConfigError(f"accounting = {accounting!r} is not allowed; allowed: "
-                          f"{', '.join(ACCOUNTING_MODES)}")
-    for key, low, high in (("epsilon", 0.0, None), ("delta", 0.0, 1.0)):
-        value = spec.get(key)
-        if value is None:
-            continue
-        ok = (isinstance(value, int | float) and not isinstance(value, bool)
-              and math.isfinite(value) and value > low and (high is None or value < high))
-        if not ok:
-            allowed = f"in ({low}, {high})" if high else f"a finite number > {low}"
-            raise ConfigError(f"{key} = {value!r} is not allowed; must be {allowed}")
+    if not isinstance(spec, dict):
+        keys = ", ".join(p.name for p in SHARD_SPEC)
+        raise ConfigError(f"shard spec must be a mapping of keys ({keys}); got "
+                          f"{type(spec).__name__}")
+    validate("shard spec", SHARD_SPEC, spec, kind="key")
 
 
 def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:

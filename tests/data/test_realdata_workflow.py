@@ -11,6 +11,7 @@ import pytest
 import yaml
 from rating_fixtures import write_jester2_zip, write_movielens_zip
 
+from dpbandits.config import load_config
 from dpbandits.data.files import sha256_of
 from dpbandits.data.registry import archives as pinned
 from dpbandits.data.svd import read_factors
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def realdata_config(workdir: Path, **data: object) -> Path:
     """config/smoke.yaml reduced to its realdata experiments, data settings overridden."""
-    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    cfg = load_config(REPO / "config" / "smoke.yaml")
     cfg["experiments"] = {k: v for k, v in cfg["experiments"].items()
                           if v.get("group") == "realdata"}
     cfg["data"] = {**cfg.get("data", {}), **data}

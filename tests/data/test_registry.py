@@ -5,7 +5,7 @@ import pytest
 from dpbandits.data.registry import archive_spec, archives, check_data_config, datasets, stems
 from dpbandits.errors import ConfigError
 
-SPEC_SHA256 = {  # shared/specs/datasets.md
+SPEC_SHA256 = {  # an independent copy (docs/realdata.md, "Pinned downloads")
     "ml-25m.zip": "8b21cfb7eb1706b4ec0aac894368d90acf26ebdfb6aced3ebd4ad5bd1eb9c6aa",
     "jester_dataset_2.zip": "5c2b9fb8346fc132ac1be6a9264fef9a6d153da68f3201839ac25c19f9a59a09",
 }

@@ -5,7 +5,8 @@ from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance, draw_theta_and_contexts
 from dpbandits.instances.registry import build_instance
 
-# glm spec §1.4 reference values (seed 109832, full_norm).
+# Reference values (seed 109832, full_norm); κ, κ* and Σ_t max μ as in docs/glm.md,
+# "Non-linearity constants".
 REFERENCE = [
     (
         "probit",
@@ -145,7 +146,7 @@ def test_bad_instance_parameters(key, value):
 
 
 def test_unknown_family_and_generator():
-    with pytest.raises(ConfigError, match="unknown reward family 'poisson'"):
+    with pytest.raises(ConfigError, match="family = 'poisson' is not allowed; must be logistic"):
         build_instance(
             dict(generator="glm_ball", family="poisson", d=2, K=2, S=1.0, horizon=5, seed=0)
         )

@@ -1,4 +1,4 @@
-"""Synthetic arm-pool instance of AdaPrivate-TS (ts spec §1.2, checklist item 20)."""
+"""Synthetic arm-pool instance of AdaPrivate-TS (docs/ts.md, "Synthetic environment")."""
 
 from __future__ import annotations
 

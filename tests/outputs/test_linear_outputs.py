@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
-from dpbandits.config import REPO_ROOT
-from dpbandits.outputs import get_output
+from dpbandits.errors import ConfigError
+from dpbandits.outputs import get_output, make_outputs
 from dpbandits.outputs.linear import evaluate_claim, final_regret_stats
+from dpbandits.paper.published import load_published
+
+from conftest import REPO
+
+PUBLISHED = load_published((REPO / "paper" / "published").glob("*.yaml"))
 
 POLICIES = {
     "NP": ("PhasedElimination", None),
@@ -96,7 +101,7 @@ def test_ratio_to_another_baseline() -> None:
 
 def test_claim_checks() -> None:
     stats = final_regret_stats(summary(SCALE))
-    claims = yaml.safe_load(open(REPO_ROOT / "paper" / "published" / "linear.yaml"))["fig2"]
+    claims = PUBLISHED["linear:fig2"]
     verdicts = {
         c["id"]: evaluate_claim(
             final_regret_stats(summary(SCALE), c["check"].get("baseline", "nonprivate")),
@@ -122,16 +127,24 @@ def test_claim_checks() -> None:
 
 def test_outputs_write_their_declared_files(tmp_path) -> None:
     data = summary(SCALE)
-    for kind, opts in (("regret_vs_epsilon", {}), ("linear_claims", {"published": "linear:fig2"})):
-        out = get_output(kind)
-        written = out.make("lin", {}, data, [], tmp_path, **opts)
-        expected = {str(tmp_path / f) for f in out.files("lin", opts)}
-        assert {str(p) for p in written} == expected
-        assert all((tmp_path / f).stat().st_size > 0 for f in out.files("lin", opts))
+    specs = [{"kind": "regret_vs_epsilon"}, {"kind": "linear_claims", "published": "linear:fig2"}]
+    written = make_outputs("lin", {"outputs": specs}, data, [], tmp_path, PUBLISHED)
+    expected = {str(tmp_path / f) for spec in specs
+                for f in get_output(spec["kind"]).files("lin", spec)}
+    assert {str(p) for p in written} == expected
+    assert all(Path(p).stat().st_size > 0 for p in expected)
     claims = pd.read_csv(tmp_path / "tables" / "lin_claims.csv")
     assert (claims["verdict"].str.startswith("supported")).all()
     runs = pd.read_csv(tmp_path / "tables" / "lin_runs.csv")
     assert len(runs) == len(data)
+
+
+def test_claims_need_a_published_entry(tmp_path) -> None:
+    specs = [{"kind": "linear_claims", "published": "linear:nope"}]
+    with pytest.raises(ConfigError, match="'linear:nope' is not an entry"):
+        make_outputs("lin", {"outputs": specs}, summary(SCALE), [], tmp_path, PUBLISHED)
+    with pytest.raises(ConfigError, match="lacks `published`"):
+        get_output("linear_claims").make("lin", {}, summary(SCALE), [], tmp_path)
 
 
 def test_ratio_verdict_uses_one_sided_bounds() -> None:

@@ -13,6 +13,11 @@ from dpbandits.outputs.realdata import (
     ctr_table,
     evaluate_claim,
 )
+from dpbandits.paper.published import load_published, published_entry
+
+from conftest import REPO
+
+PUBLISHED = load_published((REPO / "paper" / "published").glob("*.yaml"))
 
 CTR = {  # (algorithm, epsilon) -> per-seed CTR
     ("LinTS", np.nan): [0.70, 0.72, 0.74],
@@ -72,7 +77,9 @@ def test_claims_are_evaluated_from_our_numbers():
 
 def test_table_and_figure_files(tmp_path):
     opts = {"reference": "LinTS", "published": "realdata:ts_movielens"}
-    written = ctr_table("ts_movielens", {}, summary(), curves(), tmp_path, **opts)
+    entry = published_entry(PUBLISHED, opts["published"])
+    written = ctr_table("ts_movielens", {}, summary(), curves(), tmp_path,
+                        **{**opts, "published": entry})
     assert sorted(str(p.relative_to(tmp_path)) for p in written) == \
         sorted(output_files("ts_movielens", {"kind": "ctr_table", **opts}))
     md = (tmp_path / "tables" / "ts_movielens_claims.md").read_text()

@@ -10,6 +10,11 @@ from scipy import stats
 from dpbandits.config import grid_columns
 from dpbandits.outputs import get_output, output_files
 from dpbandits.outputs.ts import default_labels, grid_cells, trial_metrics
+from dpbandits.paper.published import load_published, published_entry
+
+from conftest import REPO
+
+PUBLISHED = load_published((REPO / "paper" / "published").glob("*.yaml"))
 
 INSTANCE = {"generator": "logistic_pool", "d": 4, "n_arms": 10, "K": 3, "horizon": 50,
             "seed": 3}
@@ -101,7 +106,7 @@ def test_group_privacy_table(tmp_path) -> None:
     summary = summary_frame(base_rewards())
     kind = get_output("ts_group_privacy")
     kind.make("x", EXP, summary, [], tmp_path, method="AdaPrivate-TS (k)", reference="LinTS",
-              published="ts:group_privacy")
+              published=published_entry(PUBLISHED, "ts:group_privacy"))
     table = pd.read_csv(tmp_path / "tables" / "x_group_privacy.csv")
     assert table["k"].tolist() == [1, 5]
     assert table["published NP%"].tolist() == [80.4, 26.0]

@@ -1,4 +1,4 @@
-"""AdaPrivate-TS (+Amp, +Adaptive) and AdaPrivate-UCB (ts spec §3–§4, checklist items 7–15)."""
+"""AdaPrivate-TS (+Amp, +Adaptive) and AdaPrivate-UCB (the AdaPrivate-TS paper; docs/ts.md)."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def actions(name: str, env: TableEnv, seed: int = 0, **params) -> np.ndarray:
 
 @pytest.mark.parametrize("name", ["AdaPrivate-TS", "AdaPrivate-UCB", "AdaPrivate-TS-Amp"])
 def test_actions_of_a_batch_ignore_its_own_rewards(name: str) -> None:
-    """Item 8: rewards changed inside batch 2 leave batches 0–2 unchanged; later ones move."""
+    """Proof Step 3: rewards changed inside batch 2 leave batches 0–2 unchanged; later ones move."""
     env = table_env(300)
     base = actions(name, env, B=20, accounting="paper")
     changed = TableEnv(env.contexts, env.rewards.copy())
@@ -62,7 +62,7 @@ def test_actions_of_a_batch_ignore_its_own_rewards(name: str) -> None:
 
 
 def test_b_changes_only_at_batch_ends_and_counts_sum_to_t() -> None:
-    """Items 8–9: b is constant within a batch; every reward is in exactly one increment."""
+    """Proof Steps 3–4: b is constant within a batch; every reward is in exactly one increment."""
     env = table_env(50)
     pol = make_policy("AdaPrivate-TS", env.info, np.random.default_rng(0), B=7, **PRIVATE)
     changes = []
@@ -84,7 +84,7 @@ def test_b_changes_only_at_batch_ends_and_counts_sum_to_t() -> None:
 
 @pytest.mark.parametrize("accounting", ["paper", "strict"])
 def test_sensitivity_of_one_reward_is_its_feature_norm(accounting: str) -> None:
-    """Item 11: flipping one reward 0 → 1 moves the released increment by x_t (strict: up to
+    """Proof Step 2: flipping one reward 0 → 1 moves the released increment by x_t (strict: up to
     one grid step per coordinate, the rounding its calibration accounts for)."""
     info = ProblemInfo("linear", 3, 1, 10, 1.0)
     xs = np.random.default_rng(3).standard_normal((5, 3)) / 1.5
@@ -117,7 +117,7 @@ def _increments(pol, xs: np.ndarray, reward: float, batches: int) -> np.ndarray:
 
 
 def test_noise_on_b_has_calibrated_covariance() -> None:
-    """Item 10: zero rewards → independent increments N(0, σ²I), so b_k ~ N(0, kσ²I)."""
+    """Zero rewards → independent increments N(0, σ²I), so b_k ~ N(0, kσ²I)."""
     n = 3000
     info = ProblemInfo("linear", 3, 1, 2 * n, 1.0)
     pol = AdaPrivateTS(info, np.random.default_rng(0), B=2, **PRIVATE)
@@ -135,7 +135,7 @@ def test_noise_on_b_has_calibrated_covariance() -> None:
 
 
 def test_amp_increment_is_unbiased_with_the_stated_variance() -> None:
-    """Item 12: E[s̃_sub/q] = s_k; Var = (σ_amp/q)² + Σ x²(1−q)/q; A ignores the Z_t."""
+    """Section 3.2: E[s̃_sub/q] = s_k; Var = (σ_amp/q)² + Σ x²(1−q)/q; A ignores the Z_t."""
     q, n = 0.3, 3000
     info = ProblemInfo("linear", 2, 1, 4 * n, 1.0)
     xs = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [0.8, -0.6]])
@@ -156,7 +156,7 @@ def test_amp_increment_is_unbiased_with_the_stated_variance() -> None:
 
 
 def test_posterior_proposition_monte_carlo() -> None:
-    """Item 13: A⁻¹(b + η) + ξ has covariance v²A⁻¹ + σ²A⁻² (rel. Frobenius error < 2%)."""
+    """Proposition 4: A⁻¹(b + η) + ξ has covariance v²A⁻¹ + σ²A⁻² (rel. Frobenius error < 2%)."""
     g = np.random.default_rng(0)
     x = g.standard_normal((30, 4))
     a = np.eye(4) + x.T @ x / 5
@@ -172,7 +172,10 @@ def test_posterior_proposition_monte_carlo() -> None:
 
 
 def test_adaptive_scale_follows_batches_and_tuned_v0() -> None:
-    """Item 14: v_k = 1.5·0.95^{k−1} by batch; tuned v₀ = 1 + σ/(d√λ₀) matches §2.1."""
+    """v_k = 1.5·0.95^{k−1} by batch; tuned v₀ = 1 + σ/(d√λ₀).
+
+    The tuned values of docs/ts.md, "AdaPrivate-TS-Adaptive" (v₀ = 2.096 at ε = 1).
+    """
     env = table_env(10)
     pol = make_policy("AdaPrivate-TS-Adaptive", env.info, np.random.default_rng(0), B=3,
                       **PRIVATE)
@@ -196,7 +199,7 @@ def test_adaptive_scale_follows_batches_and_tuned_v0() -> None:
 @pytest.mark.parametrize("private, reference", [("AdaPrivate-TS", "LinTS"),
                                                 ("AdaPrivate-UCB", "LinUCB")])
 def test_no_noise_and_unit_batches_reduce_to_the_non_private_policy(private, reference) -> None:
-    """Item 15: σ = 0 and B = 1 give identical action sequences."""
+    """σ = 0 and B = 1 give identical action sequences."""
     inst = build_instance({**POOL, "horizon": 400})
     env = inst.environment(0)
     pol = make_policy(private, inst.info, np.random.default_rng(3), B=1, **PRIVATE)
@@ -235,7 +238,7 @@ def test_strict_ledger_within_budget(name: str) -> None:
 
 
 def test_parallel_composition_reports_rho_not_k_rho() -> None:
-    """Item 7: K releases of ρ each are declared as ρ in total."""
+    """Proof Step 4: K releases of ρ each are declared as ρ in total."""
     inst = build_instance({**POOL, "horizon": 1000})
     pol = make_policy("AdaPrivate-TS", inst.info, np.random.default_rng(0), **PRIVATE)
     pol.run(inst.environment(0))

@@ -1,4 +1,4 @@
-"""DGS-LinUCB: per-step θ̂-perturbation with dynamic sensitivity (ts spec §8, item 19)."""
+"""DGS-LinUCB: per-step θ̂-perturbation with dynamic sensitivity (docs/ts.md, "DGS-LinUCB")."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_sigma_follows_lambda_min_every_round_and_ledger_sums_to_rho() -> None:
 
 
 def test_without_noise_it_is_linucb() -> None:
-    """Item 15: ρ = ∞ (no noise) gives LinUCB's actions."""
+    """ρ = ∞ (no noise) gives LinUCB's actions."""
     inst = build_instance({"generator": "logistic_pool", "seed": 4, "horizon": 300})
     env = inst.environment(0)
     pol = make_policy("DGS-LinUCB", inst.info, np.random.default_rng(0), epsilon=1.0,

@@ -1,4 +1,4 @@
-"""ECOLog (glm spec §3.3; checklist §7 items 5 and 8)."""
+"""ECOLog (docs/glm.md, "ECOLog")."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_confidence_formulas() -> None:
 
 
 def reference_online_step(x, r, theta_c, V, V_inv, S, n, bar):
-    """Literal spec §3.3 OnlineStep: sqrtm, vector iterations, bounded-search projection."""
+    """The authors' literal OnlineStep: sqrtm, vector iterations, bounded-search projection."""
     M, M_inv = np.real(sqrtm(V)), np.real(sqrtm(V_inv))
     z0 = M @ theta_c
     z = z0

@@ -1,4 +1,4 @@
-"""Batched elimination policies (linear spec §2–§8; checklist §11.3–12)."""
+"""Batched elimination policies (Hanna et al., Algorithms 1–3; docs/linear.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""zCDP-Episodic, RarelySwitching-zCDP, AdaC-OFUL-zCDP (ts spec §7, checklist item 18)."""
+"""zCDP-Episodic, RarelySwitching-zCDP, AdaC-OFUL-zCDP (docs/ts.md, their two sections)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""GLM-UCB (glm spec §3.1; checklist §7 items 5, 7, 8)."""
+"""GLM-UCB (docs/glm.md, "GLM-UCB")."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def test_constants_match_spec() -> None:
     assert glm_ucb_c(5.0) == pytest.approx(1.916493, abs=5e-7)
     rng = np.random.default_rng(0)
     one = make_policy("GLM-UCB", probit_info(1.0), rng, delta=0.02)
-    # the spec prints ρ = 14.78026·κ; its products below (271.8635 at κ = 18.39367, 3283.402 at
-    # κ = 222.1475) both imply 14.78028, which is the value of the formula
+    # the formula gives ρ = 14.78028·κ (docs/glm.md, "GLM-UCB", rounds it to 14.780·κ); the
+    # products below (271.8635 at κ = 18.39367, 3283.402 at κ = 222.1475) agree with it
     assert one.rho == pytest.approx(14.78028, abs=5e-6)
     p = make_policy("GLM-UCB", probit_info(18.3936699115), rng, delta=0.02)
     assert p.rho == pytest.approx(271.8635, abs=5e-5)
@@ -74,7 +74,7 @@ def test_short_run(solver: str) -> None:
 
 
 def test_solver_result_used_even_on_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    """GLM-UCB takes the compat solver's θ even when success is False (spec §3.1 pitfall)."""
+    """GLM-UCB takes the compat solver's θ even when success is False, as in the authors' code."""
     marker = np.array([0.25, -0.5, 0.75])
 
     def failing(X, r, link, lam, theta0, **kwargs):

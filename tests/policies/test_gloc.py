@@ -1,4 +1,4 @@
-"""GLOC (glm spec §3.2; checklist §7 items 5 and 8)."""
+"""GLOC (docs/glm.md, "GLOC")."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def test_b0_matches_spec() -> None:
 
 
 def test_radius_formula() -> None:
-    """radius² = 1 + 4B/c + 8(L²/c)²·ln((2/δ)·sqrt(1 + 2B/c + 4(L²/c)⁴/δ²)) (spec §3.2)."""
+    """radius² = 1 + 4B/c + 8(L²/c)²·ln((2/δ)·sqrt(1 + 2B/c + 4(L²/c)⁴/δ²)) (authors' form)."""
     c, L, B, delta = 1 / 18.39, 1 / math.sqrt(2 * math.pi), 1.3, 0.02
     by_hand = 1 + 4 * B / c + 8 * (L * L / c) ** 2 * math.log(
         2 / delta * math.sqrt(1 + 2 * B / c + 4 * (L * L / c) ** 4 / delta**2)

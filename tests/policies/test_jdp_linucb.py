@@ -1,4 +1,4 @@
-"""JDP-LinUCB: calibration constants, tree noise, ε = ∞ limit (ts spec §6, items 16–17)."""
+"""JDP-LinUCB: calibration constants, tree noise, ε = ∞ limit (docs/ts.md, "JDP-LinUCB")."""
 
 from __future__ import annotations
 

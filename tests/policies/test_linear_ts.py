@@ -1,4 +1,4 @@
-"""LinUCB and LinTS: decision rules, determinism, non-private sanity (ts spec §5, item 22)."""
+"""LinUCB and LinTS: decision rules, determinism, non-private sanity (docs/ts.md)."""
 
 from __future__ import annotations
 

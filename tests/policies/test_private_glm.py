@@ -1,4 +1,4 @@
-"""Private-GLM, Algorithm 2 (glm spec §4; §7 items 10, 16–21)."""
+"""Private-GLM, Algorithm 2 (docs/glm.md, "Algorithm 2: Private-GLM")."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.links import get_link
+from dpbandits.policies import make_policy
 from dpbandits.policies import private_glm as pg
-from dpbandits.policies.base import make_policy
 from dpbandits.privacy import accountant
 from dpbandits.privacy.dpsgd import strict_sigma
 from dpbandits.privacy.zcdp import epsilon_from_rho
@@ -31,7 +31,8 @@ def isolated_cache(tmp_path_factory, monkeypatch):
     accountant.clear_memo()
 
 
-# (d, T, S, κ, κ*) of the §1.4 instances; per ε: λ, λ_max, λ_min, c₂; then γ, β, c₁, thr_w.
+# (d, T, S, κ, κ*) of the instances of docs/glm.md, "Non-linearity constants"; per ε: λ, λ_max,
+# λ_min, c₂; then γ, β, c₁, thr_w.
 TABLE2 = {4: (232.806, 384.097, 81.5152, 8), 6: (165.566, 266.427, 64.7051, 9),
           8: (131.946, 207.591, 56.3001, 9)}
 FIG1A = {1: (645.183, 1087.12, 203.242, 7), 2: (350.556, 571.526, 129.585, 7),
@@ -49,7 +50,7 @@ CONFIGS = [
 
 @pytest.mark.parametrize("inst, per_eps, common", CONFIGS)
 def test_parameter_table(inst: tuple, per_eps: dict, common: tuple) -> None:
-    """Spec §4.1 test values (printed to 6 significant digits)."""
+    """Algorithm 2's constants at the Table 2 and Figure 1 settings (to 6 significant digits)."""
     d, horizon, S, kappa, kappa_star = inst
     for eps, (lam, lam_max, lam_min, c2) in per_eps.items():
         c = pg.private_glm_constants(d, horizon, S, 1.0, kappa, kappa_star, eps, DELTA, DELTA)
@@ -71,7 +72,10 @@ def _info(S: float = 2.0, d: int = 3, horizon: int = 5000, family: str = "probit
 
 
 def test_strict_example() -> None:
-    """Spec §4.8: ε = 4, δ = 0.02, T = 5000 probit S = 2."""
+    """Strict-mode example: ε = 4, δ = 0.02, T = 5000, probit, S = 2.
+
+    The values of docs/glm.md, "Strict mode: what changes and why".
+    """
     pol = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA)
     assert pol.rho_total == pytest.approx(0.697139, rel=1e-5)
     # the published σ's, raised only by the grid rounding of exact noise (d × d leaves)
@@ -83,7 +87,7 @@ def test_strict_example() -> None:
 
 
 def test_strict_uses_no_instance_quantity() -> None:
-    """Strict constants and noise scales ignore the instance κ, κ* (spec §4.8 S2, S3)."""
+    """Strict constants and noise scales ignore the instance κ, κ* (public bounds only)."""
     a = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=3.0, delta=DELTA)
     b = pg.PrivateGLM(_info(kappa=1e9, kappa_star=123.0), np.random.default_rng(0),
                       epsilon=3.0, delta=DELTA)
@@ -208,7 +212,7 @@ def test_strict_ledger_never_exceeds_the_budget() -> None:
 
 
 def test_no_warmup_at_the_tightest_paper_settings() -> None:
-    """Table 2 S = 3, ε = 8 has the smallest 1/thr_w margin: Criterion I never fires (§7.18)."""
+    """Table 2 S = 3, ε = 8 has the smallest 1/thr_w margin: Criterion I never fires."""
     inst = GLMInstance("probit", 3, 20, 3.0, 5000, 109832)
     pol = make_policy("Private-GLM", inst.info, np.random.default_rng(1), epsilon=8.0,
                       delta=DELTA, accounting="paper")

@@ -1,4 +1,4 @@
-"""RS-GLinUCB (glm spec §3.4; checklist §7 items 5, 7 and 9)."""
+"""RS-GLinUCB (docs/glm.md, "RS-GLinUCB")."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def test_lambda_values() -> None:
     info = ProblemInfo("probit", 3, 20, 5000, 2.0, kappa=18.3936699115)
     p = make_policy("RS-GLinUCB", info, np.random.default_rng(0), delta=0.02)
     assert p.lam == pytest.approx(31.084899, abs=5e-7)
-    assert p.gamma == pytest.approx(12.2127, abs=5e-5)  # same γ, β as Alg. 2 (spec §4.1)
+    assert p.gamma == pytest.approx(12.2127, abs=5e-5)  # same γ, β as Alg. 2 (docs/glm.md)
     assert p.beta == pytest.approx(24.4254, abs=5e-5)
     assert p.thr_w == pytest.approx(0.453054, abs=5e-7)
     c = make_policy("RS-GLinUCB", info, np.random.default_rng(0), variant="C")

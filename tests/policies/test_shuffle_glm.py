@@ -1,4 +1,4 @@
-"""Shuffle-GLM, Algorithm 1 (glm spec §5; §7 items 22, 26)."""
+"""Shuffle-GLM, Algorithm 1 (docs/glm.md, "Algorithm 1")."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
+from dpbandits.policies import make_policy
 from dpbandits.policies import shuffle_glm as sg
-from dpbandits.policies.base import make_policy
 
 DELTA = 0.02
 
@@ -103,7 +103,7 @@ def test_strict_clips_contexts_to_the_unit_ball() -> None:
 
 
 def test_regret_is_sublinear_with_negligible_noise() -> None:
-    """ε huge, B₁ capped, practical constant (spec §7 item 26).
+    """ε huge, B₁ capped, practical constant: the regret grows sublinearly.
 
     Shortened horizon, so λ's data-free part and γ are scaled down (the defaults need
     T ≈ 2·10⁴ before elimination bites; see benchmarks/bench_private_glm.py).

@@ -1,4 +1,4 @@
-"""Shuffle amplification bounds against the spec's published values (spec §6; checklist §11.8)."""
+"""Shuffle amplification bounds against the values of docs/linear.md, "Amplification bounds"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""DP-SGD as the authors ran it (spec §4.5) and the strict noisy GD (§4.8 S4; §7 items 15, 20)."""
+"""DP-SGD as the authors ran it and the strict noisy GD.
+
+docs/glm.md, "DP-SGD and the RDP accountant" and "Strict fits".
+"""
 
 from __future__ import annotations
 
@@ -52,7 +55,7 @@ def test_starting_epochs() -> None:
 
 
 def test_epoch_search_matches_the_logs() -> None:
-    """n ≤ 2048 → E = 12, B = 5; n = 4371, b = 2048 → E = 38, B = 15 (spec §4.5)."""
+    """n ≤ 2048 → E = 12, B = 5; n = 4371, b = 2048 → E = 38, B = 15."""
     epochs, burn, sigma = select_epochs(0.2222222, 7.407407e-4, 1082, 1082, 3)
     assert (epochs, burn) == (12, 5)
     assert sigma == pytest.approx(37.9400, rel=1e-3)

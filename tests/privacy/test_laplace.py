@@ -1,4 +1,4 @@
-"""Laplace calibration and exact noise sums (spec §4–5, §8; checklist §11.5)."""
+"""Laplace calibration and exact noise sums (docs/linear.md, "Simulation paths")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""P_GD, the shuffle-private projected gradient descent (glm spec §5.6, §7 item 25)."""
+"""P_GD, the shuffle-private projected gradient descent (docs/glm.md, "Algorithm 1")."""
 
 from __future__ import annotations
 

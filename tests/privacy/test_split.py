@@ -1,4 +1,4 @@
-"""Per-fit budget split (glm spec §4.4, §7 item 13)."""
+"""Per-fit budget split (docs/glm.md, "DP-SGD and the RDP accountant")."""
 
 from __future__ import annotations
 

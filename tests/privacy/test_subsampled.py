@@ -1,4 +1,4 @@
-"""RDP of the Poisson-subsampled Gaussian, σ_amp calibration and group privacy (ts spec §2)."""
+"""RDP of the Poisson-subsampled Gaussian, σ_amp calibration and group privacy (docs/ts.md)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,8 @@ def test_replace_one_bound_covers_a_changed_reward() -> None:
     assert np.all(rdp_replace_one(q, sigma) >= rdp_subsampled_gaussian(q, sigma))
 
 
-# Spec §2.2 reference table: (ε, q) → (σ_amp, α*), classic conversion, paper orders.
+# (ε, q) → (σ_amp, α*), classic conversion, paper orders; the table of docs/ts.md,
+# "AdaPrivate-TS-Amp and the subsampled Gaussian", and more cells.
 TABLE = [
     (0.5, 0.1, 2.594, 32), (0.5, 0.3, 4.298, 32), (0.5, 0.7, 7.808, 64), (0.5, 1.0, 10.04, 64),
     (1, 0.1, 1.759, 16), (1, 0.3, 2.593, 16), (1, 0.5, 3.506, 16), (1, 0.7, 4.170, 32),

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dpbandits.cli import main as cli_main
-from dpbandits.privacy.commands import subsampled_gaussian
+from dpbandits.privacy.commands import CALCULATORS, subsampled_gaussian
 from dpbandits.privacy.commands._output import round_down, round_up, verified
 from dpbandits.privacy.subsampled import EXTENDED_ORDERS, PAPER_ORDERS, amp_epsilon, amp_sigma
 
@@ -33,7 +33,7 @@ BASE = ["--q", "0.3", "--eps", "1", "--delta", "1e-5"]
 
 
 def test_labelled_lines(capsys) -> None:
-    assert subsampled_gaussian.NAME == "subsampled-gaussian"
+    assert CALCULATORS.get("subsampled-gaussian") is subsampled_gaussian
     out = lines(run(BASE, capsys))
     value, bound, inputs = out["σ"]
     assert float(value) == pytest.approx(2.593, abs=1e-3)

@@ -1,4 +1,4 @@
-"""Binary-tree mechanism over symmetric matrices (glm spec §4.2, §7 item 11)."""
+"""Binary-tree mechanism over symmetric matrices (docs/glm.md, "Trees")."""
 
 from __future__ import annotations
 
@@ -28,7 +28,10 @@ def test_height() -> None:
     (8, 0.283396, 4.96995, 1.98272),
 ])
 def test_reference_sigmas_table2(eps: float, rho: float, sigma_v: float, sigma_h: float) -> None:
-    """Spec §4.2: compat V-tree (C = 1) and H-tree (C = 1/κ* = 0.3989423) at (ε/3, δ/3)."""
+    """Paper-mode V-tree (C = 1) and H-tree (C = 1/κ* = 0.3989423) at (ε/3, δ/3).
+
+    The calibrations of docs/glm.md, "Trees".
+    """
     assert rho_from_epsilon(eps / 3, 0.02 / 3) == pytest.approx(rho, rel=1e-5)
     assert tree_sigma(eps / 3, 0.02 / 3, 5000, 1.0) == pytest.approx(sigma_v, rel=1e-5)
     assert tree_sigma(eps / 3, 0.02 / 3, 5000, 0.3989423) == pytest.approx(sigma_h, rel=1e-5)
@@ -50,7 +53,7 @@ def test_node_sigma_is_a_gaussian_at_rho_per_node_in_dp_accounting() -> None:
 
 
 def test_zcdp_round_trip() -> None:
-    """ρ + 2√(ρ ln(1/δ)) = ε to 1e-12 (spec §7 item 12)."""
+    """ρ + 2√(ρ ln(1/δ)) = ε to 1e-12 (Bun & Steinke 2016, Prop. 1.3)."""
     for eps in (0.01, 0.5, 4 / 3, 8.0, 100.0):
         for delta in (1e-8, 0.02 / 3, 0.3):
             assert epsilon_from_rho(rho_from_epsilon(eps, delta), delta) == pytest.approx(
@@ -115,7 +118,7 @@ def test_noise_is_fixed_per_node_and_shared(eager: bool) -> None:
 
 
 def test_eager_draw_order_is_heap_order() -> None:
-    """Node j's G_j is the j-th (d, d) normal draw of the algorithm rng (spec §4.2)."""
+    """Node j's G_j is the j-th (d, d) normal draw of the algorithm rng."""
     tree = MatrixTree(5, 2, 2.0, np.random.default_rng(7))
     ref = np.random.default_rng(7)
     for j in range(1, (1 << tree.height)):

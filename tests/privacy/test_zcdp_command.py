@@ -8,7 +8,7 @@ import re
 import pytest
 
 from dpbandits.cli import main as cli_main
-from dpbandits.privacy.commands import zcdp
+from dpbandits.privacy.commands import CALCULATORS, zcdp
 from dpbandits.privacy.zcdp import (
     epsilon_from_rho,
     epsilon_from_rho_tight,
@@ -42,7 +42,7 @@ TABLE = [(0.1, 0.0002163, 0.000433), (0.5, 0.005314, 0.008506), (1, 0.02082, 0.0
 
 @pytest.mark.parametrize("eps, rho, rho_tight", TABLE)
 def test_eps_to_rho_and_back(eps: float, rho: float, rho_tight: float, capsys) -> None:
-    assert zcdp.NAME == "zcdp"
+    assert CALCULATORS.get("zcdp") is zcdp
     got = run(["--eps", str(eps), "--delta", "1e-5"], capsys)
     assert got == pytest.approx(rho, rel=6e-4)
     assert run(["--rho", repr(got), "--delta", "1e-5"], capsys) == pytest.approx(eps, rel=1e-5)

@@ -1,12 +1,27 @@
-# Empirical privacy audits of every landed mechanism and private algorithm (`snakemake audit`):
-# one job per audit → results/audit/<name>~<accounting>.json, then the table
-# paper/tables/privacy_audit.{csv,md,tex}. Optional config: audit: {runs_scale, seed, confidence}.
+# Empirical privacy audits of every landed mechanism and private policy, each mechanism with its
+# negative control (`snakemake audit`, docs/audits.md): one job per audit →
+# results/audit/<key>.json, then the table paper/tables/privacy_audit.{csv,md,tex}, then the
+# check: the target fails (the table stays) when a strict audit's lower bound exceeds its claim
+# or a control is missed.
+# Config: audit: {runs_scale, seed, confidence, select, control_noise_scale}; `select` runs only
+# the named audits, `control_noise_scale: 1` restores the controls' honest noise (the target
+# must then fail).
 import re
+import sys
 
 from dpbandits.audit.table import audit_plan
+from dpbandits.errors import DPBanditsError
 
-AUDIT_CONFIG = {"runs_scale": 1.0, "seed": 2024, "confidence": 0.95, **config.get("audit", {})}
-AUDIT_PLAN = {a.key: a for a in audit_plan(float(AUDIT_CONFIG["runs_scale"]))}
+try:
+    AUDIT_CONFIG = config["audit"]
+    AUDIT_PLAN = {
+        a.key: a
+        for a in audit_plan(float(AUDIT_CONFIG["runs_scale"]), AUDIT_CONFIG.get("select"),
+                            AUDIT_CONFIG.get("control_noise_scale"))
+    }
+except DPBanditsError as exc:
+    sys.stderr.write(f"dpbandits: error: {exc}\n")
+    sys.exit(2)
 
 
 rule audit_run:
@@ -26,7 +41,7 @@ rule audit_run:
         "../scripts/audit.py"
 
 
-rule audit:
+rule audit_table:
     input:
         [f"{RESULTS}/audit/{key}.json" for key in AUDIT_PLAN],
     output:
@@ -37,3 +52,20 @@ rule audit:
         f"{RESULTS}/logs/audit/table.log",
     script:
         "../scripts/audit.py"
+
+
+rule audit_check:
+    input:
+        rules.audit_table.output.csv,
+    output:
+        f"{RESULTS}/audit/verdict.txt",
+    log:
+        f"{RESULTS}/logs/audit/check.log",
+    script:
+        "../scripts/audit.py"
+
+
+rule audit:
+    input:
+        rules.audit_table.output,
+        rules.audit_check.output,

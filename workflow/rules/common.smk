@@ -2,7 +2,6 @@
 import json
 import sys
 
-from snakemake.utils import validate
 
 from dpbandits.config import all_shards, grid_columns, validate_config
 from dpbandits.errors import DPBanditsError
@@ -10,7 +9,7 @@ from dpbandits.outputs import output_files
 
 try:
     validate_config(config)
-    validate(config, "../schemas/config.schema.yaml")
+
     SHARDS = all_shards(config)
     OUTPUT_FILES = {
         name: [[f"{config['paper']}/{f}" for f in output_files(name, spec)]

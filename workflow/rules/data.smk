@@ -34,7 +34,7 @@ rule data_download:
     log:
         f"{DATA_ROOT}/logs/download_{{archive}}.log",
     resources:
-        runtime=120,
+        runtime=lambda wildcards, attempt: 120 * attempt,
     script:
         "../scripts/data_download.py"
 
@@ -78,7 +78,8 @@ rule data_parse:
     log:
         f"{DATA_ROOT}/logs/parse_{{dataset}}.log",
     resources:
-        mem_mb=4000,
+        runtime=lambda wildcards, attempt: 60 * attempt,
+        mem_mb=lambda wildcards, attempt: 8000 * attempt,
     script:
         "../scripts/data_parse.py"
 
@@ -93,8 +94,10 @@ rule data_svd:
         k=r"[1-9][0-9]*",
     log:
         f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}.log",
+    benchmark:
+        f"{DATA_ROOT}/benchmarks/svd_{{dataset}}_k{{k}}.tsv"
     resources:
-        mem_mb=4000,
-        runtime=30,
+        runtime=lambda wildcards, attempt: 60 * attempt,
+        mem_mb=lambda wildcards, attempt: 8000 * attempt,
     script:
         "../scripts/data_svd.py"

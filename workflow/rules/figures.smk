@@ -1,6 +1,10 @@
 # Figures and tables: one job per experiment writes every output entry it declares. PNG figures
 # and CSV tables are registered for `snakemake --report`, captioned per output kind
-# (workflow/report/<kind>.rst, else workflow/report/output.rst).
+# (workflow/report/<kind>.rst, else workflow/report/output.rst). The paper/published/*.yaml files
+# its outputs name (`published: "<family>:<entry>"`) are inputs of the job.
+from dpbandits.paper.published import published_files
+
+PUBLISHED_DIR = Path(workflow.basedir, "paper", "published")
 
 
 def report_output(name, kind, path):
@@ -27,6 +31,11 @@ for _name in config["experiments"]:
         input:
             summary=f"{RESULTS}/{_name}/summary.csv",
             curves=f"{RESULTS}/{_name}/curves.h5",
+            published=published_files(
+                [spec["published"] for spec in config["experiments"][_name]["outputs"]
+                 if spec.get("published")],
+                PUBLISHED_DIR,
+            ),
         output:
             [
                 report_output(_name, spec["kind"], f)

@@ -1,12 +1,13 @@
 # The reproduction report (published vs ours, claim by claim), numbers.tex and the generated LaTeX
-# of paper/main.tex, the `paper` target (PDF) and the captions of `snakemake --report`.
+# of paper/main.tex, the `paper` target (PDF) and the captions of `snakemake --report`. Everything
+# the report reads is an input: the summaries, the experiments' claims tables, paper/claims.yaml
+# and paper/published/*.yaml (PUBLISHED_DIR, figures.smk).
 import os
 from pathlib import Path
 
 from snakemake.logging import logger
 
 REPO_DIR = Path(workflow.basedir)
-PUBLISHED_DIR = REPO_DIR / "paper" / "published"
 CLAIMS_FILE = REPO_DIR / "paper" / "claims.yaml"
 MAIN_TEX = REPO_DIR / "paper" / "main.tex"
 PAPER_SECTIONS = ["glm", "linear", "ts"]
@@ -19,9 +20,16 @@ def summaries_of(group):
     return [f"{RESULTS}/{name}/summary.csv" for name in experiments_in(group)]
 
 
-def realdata_stamp(wildcards):
-    """Real-data summaries are read when present (not required): rerun when they change."""
-    return {f: os.path.getmtime(f) for f in summaries_of("realdata") if os.path.exists(f)}
+def report_summaries(wildcards):
+    """Every synthetic summary, and the real-data summaries of the experiments already run."""
+    return summaries_of("synthetic") + [f for f in summaries_of("realdata") if os.path.exists(f)]
+
+
+def report_claim_tables(wildcards):
+    """The claims tables (*claims.csv outputs) of the experiments whose summaries are read."""
+    read = set(report_summaries(wildcards))
+    return [f for name in config["experiments"] if f"{RESULTS}/{name}/summary.csv" in read
+            for files in OUTPUT_FILES[name] for f in files if f.endswith("claims.csv")]
 
 
 def paper_outputs(wildcards):
@@ -31,7 +39,8 @@ def paper_outputs(wildcards):
 
 rule reproduction:
     input:
-        outputs=experiment_targets("synthetic"),
+        summaries=report_summaries,
+        claim_tables=report_claim_tables,
         published=sorted(str(p) for p in PUBLISHED_DIR.glob("*.yaml")),
         claims=str(CLAIMS_FILE),
     output:
@@ -42,9 +51,6 @@ rule reproduction:
             category="Reproduction",
         ),
         json=f"{PAPER}/reproduction.json",
-    params:
-        published_dir=str(PUBLISHED_DIR),
-        realdata=realdata_stamp,
     log:
         f"{RESULTS}/logs/paper/reproduction.log",
     script:
@@ -53,7 +59,7 @@ rule reproduction:
 
 rule paper_tex:
     input:
-        summaries=summaries_of("synthetic"),
+        summaries=report_summaries,
         report=rules.reproduction.output.json,
     output:
         numbers=f"{PAPER}/numbers.tex",
@@ -62,7 +68,6 @@ rule paper_tex:
     params:
         papers=PAPER_SECTIONS,
         outputs=paper_outputs,
-        realdata=realdata_stamp,
     log:
         f"{RESULTS}/logs/paper/paper_tex.log",
     script:
@@ -88,7 +93,7 @@ EXTRA_TARGETS["synthetic"].extend(
 
 
 onsuccess:
-    from dpbandits.report import summary_line_of
+    from dpbandits.paper.render import summary_line_of
 
     line = summary_line_of(f"{PAPER}/reproduction.json")
     if line:

@@ -12,9 +12,11 @@ rule simulate:
         spec=lambda wildcards: SPEC_BY_PATH[f"{wildcards.shard}.h5"],
     log:
         f"{RESULTS}/logs/{{shard}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/{{shard}}.tsv"
     resources:
-        runtime=60,
-        mem_mb=1000,
+        runtime=lambda wildcards, attempt: 15 * attempt,
+        mem_mb=lambda wildcards, attempt: 1000 * attempt,
     threads: 1
     script:
         "../scripts/simulate.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dpbandits.errors import DPBanditsError
-from dpbandits.pdf import build_pdf
+from dpbandits.paper.pdf import build_pdf
 
 from _logging import setup
 

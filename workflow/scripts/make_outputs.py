@@ -1,4 +1,5 @@
-"""Snakemake wrapper: make every figure/table entry an experiment declares."""
+"""Snakemake wrapper: make every figure/table entry an experiment declares (with the published
+entries its outputs name)."""
 
 import sys
 from pathlib import Path
@@ -8,6 +9,7 @@ import pandas as pd
 
 from dpbandits.aggregate import load_curves
 from dpbandits.outputs import make_outputs
+from dpbandits.paper.published import load_published
 
 from _logging import setup
 
@@ -19,6 +21,7 @@ written = make_outputs(
     pd.read_csv(snakemake.input.summary),
     load_curves(snakemake.input.curves),
     Path(snakemake.config["paper"]),
+    load_published(snakemake.input.published),
 )
 missing = {str(Path(p)) for p in snakemake.output} - {str(Path(p)) for p in written}
 if missing:

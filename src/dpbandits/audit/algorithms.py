@@ -1,53 +1,111 @@
-"""End-to-end audits of private policies: neighbouring reward streams differing in one round.
+"""End-to-end audits of private policies on neighbouring data sets (docs/audits.md).
 
-The reward stream is fixed (it is the data set); the randomness audited is the policy's own
-stream, fresh in every run. D0 and D1 differ only in the reward of one round, set to the two
-extremes the policy's privacy argument allows. The distinguisher sees only the chosen actions:
-their per-arm counts after the changed round (fixed arm sets) or the sum of the chosen feature
-vectors (fresh contexts), projected on the direction estimated from the selection half.
+The data set of a run is the trial's environment (contexts and reward stream); the randomness
+audited is the policy's own stream, fresh in every run. D0 and D1 differ in one user's record:
+
+- `reward` pairs (reward-private policies: the TS family, the episodic zCDP baselines,
+  DGS-LinUCB and the eliminations) change only the user's reward, to the two extremes the
+  policy's privacy argument allows (round loops: the reward of round t0; batched policies: the
+  first reward drawn from the trial's stream, moved by ±BIG so that a clipped reward sits at
+  its bound and an unclipped one is unbounded, as the model allows);
+- `context` pairs (joint-DP or shuffle-DP policies whose contexts are private: Private-GLM,
+  Shuffle-GLM, JDP-LinUCB) change the user's whole record: the norms of the arms offered to
+  user t0 (and, where set, the reward).
+
+The distinguisher sees only what later users see: the actions of the rounds after t0
+(`dpbandits.audit.statistics`). Run i uses the same policy seed on D0 and D1, so
+`transcript_changed` is the share of runs in which the change altered any later action at all;
+0 means the pair has no visible effect and the audit is inconclusive.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
 from typing import Any
 
 import numpy as np
 
-from dpbandits.audit.bounds import linear_statistic
-from dpbandits.audit.registry import AuditSamples, register_audit
+from dpbandits.audit.spec import AuditSamples, AuditSpec, PolicyAudit
+from dpbandits.audit.statistics import Transcripts, crossfit_scores
+from dpbandits.contract import FixedActionEnvironment, RoundEnvironment, RunResult
+from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
-from dpbandits.policies.base import REGISTRY, Policy
-
-BIG = 1e12
+from dpbandits.policies.base import BatchedPolicy, Policy
 
 
-class NeighbourEnvironment:
-    """A trial's environment with the reward of round `t0` replaced, recording played arms.
+def _rescaled(arms: np.ndarray, norm: float) -> np.ndarray:
+    """Every arm (last axis) rescaled to the given Euclidean norm, directions kept."""
+    arms = np.asarray(arms, dtype=float)
+    norms = np.sqrt(np.sum(arms * arms, axis=-1, keepdims=True))
+    return float(norm) * arms / np.maximum(norms, 1e-300)
 
-    Round-loop policies see the replaced reward through `pull`; batched policies that draw the
-    trial's reward stream themselves (`noise_rng`) get a stream whose `index`-th standard-normal
-    draw is shifted by `shift` (±BIG saturates a clipped reward at its bound).
+
+class NeighbourEnvironment(RoundEnvironment):
+    """A trial's round environment with user t0's record replaced, recording played arms.
+
+    `arm_norm` rescales every arm offered at round t0 to that norm (directions kept);
+    `reward` replaces the reward of round t0. Every other round is the base environment's,
+    with its arms rescaled to norm `other_norm` when given (the same on both sides of a pair).
     """
 
-    def __init__(
-        self,
-        base: Any,
-        t0: int,
-        reward: float | None,
-        shift: float = 0.0,
-        index: int = 0,
-    ) -> None:
+    def __init__(self, base: RoundEnvironment, t0: int, reward: float | None = None,
+                 arm_norm: float | None = None, other_norm: float | None = None) -> None:
+        if not isinstance(base, RoundEnvironment):
+            raise ConfigError(f"a neighbouring pair needs a round environment; got "
+                              f"{type(base).__name__}")
         self.base = base
         self.info = base.info
-        self.t0 = t0
+        self.t0 = int(t0)
         self.reward = reward
-        self.shift = shift
-        self.index = index
+        self.theta0 = base.theta0
         self.played: list[tuple[int, int]] = []
+        self.other_norm = other_norm
+        self._arms_t0 = None if arm_norm is None else _rescaled(base.arms(self.t0), arm_norm)
+        table = base.contexts
+        if isinstance(table, np.ndarray) and (self._arms_t0 is not None
+                                              or other_norm is not None):
+            table = table if other_norm is None else _rescaled(table, other_norm)
+            table = table.copy()
+            table[self.t0] = self.arms(self.t0)
+        self.contexts = table
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)
+    @property
+    def horizon(self) -> int:
+        return self.base.horizon
+
+    def arms(self, t: int) -> np.ndarray:
+        if t == self.t0:
+            return self.base.arms(t) if self._arms_t0 is None else self._arms_t0
+        arms = self.base.arms(t)
+        return arms if self.other_norm is None else _rescaled(arms, self.other_norm)
+
+    def pull(self, t: int, index: int) -> tuple[float, float]:
+        reward, regret = self.base.pull(t, index)
+        self.played.append((t, index))
+        if t == self.t0 and self.reward is not None:
+            reward = self.reward
+        return reward, regret
+
+    def reference_rewards(self, regret: np.ndarray) -> dict[str, float]:
+        return self.base.reference_rewards(regret)
+
+
+class BatchedNeighbourEnvironment(FixedActionEnvironment):
+    """A fixed-action environment whose reward stream has its `index`-th standard-normal draw
+    moved by `shift` (the first reward a batched policy draws, i.e. one user's reward)."""
+
+    def __init__(self, base: FixedActionEnvironment, shift: float, index: int = 0) -> None:
+        if not isinstance(base, FixedActionEnvironment):
+            raise ConfigError(f"a batched policy's pair needs a fixed-action environment; got "
+                              f"{type(base).__name__}")
+        self.base = base
+        self.info = base.info
+        self.actions = base.actions
+        self.means = base.means
+        self.noise_sd = base.noise_sd
+        self.gaps = np.max(self.means) - self.means
+        self.shift = float(shift)
+        self.index = int(index)
 
     @property
     def horizon(self) -> int:
@@ -57,11 +115,8 @@ class NeighbourEnvironment:
         return self.base.arms(t)
 
     def pull(self, t: int, index: int) -> tuple[float, float]:
-        reward, regret = self.base.pull(t, index)
-        self.played.append((t, index))
-        if t == self.t0 and self.reward is not None:
-            reward = self.reward
-        return reward, regret
+        raise NotImplementedError("the batched pair changes the reward stream; play_batched "
+                                  "draws from noise_rng()")
 
     def noise_rng(self) -> ShiftedNormalStream:
         return ShiftedNormalStream(self.base.noise_rng(), self.index, self.shift)
@@ -80,6 +135,7 @@ class ShiftedNormalStream:
         return getattr(self._rng, name)
 
     def standard_normal(self, size: Any = None) -> Any:
+        """The base stream's draws, one of them (the `index`-th overall) moved by `shift`."""
         out = self._rng.standard_normal(size)
         n = int(np.size(out))
         if self._drawn <= self._index < self._drawn + n:
@@ -90,49 +146,62 @@ class ShiftedNormalStream:
         return out
 
     def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> Any:
+        """Refused: a per-batch reward sum cannot carry a one-round change."""
         raise NotImplementedError("per-batch reward sums cannot carry a one-round change; "
                                   "use the policy's explicit path")
 
 
-@dataclass(frozen=True)
-class PolicyAudit:
-    """How to audit one private policy end to end."""
-
-    policy: str
-    instance: dict[str, Any]
-    params: dict[str, Any] = field(default_factory=dict)
-    paper_params: dict[str, Any] = field(default_factory=dict)
-    t0: int = 0
-    rewards: tuple[float, float] | None = (0.0, 1.0)
-    shifts: dict[str, tuple[float, float]] = field(default_factory=dict)
-    default_runs: int = 2000
-    trial: int = 0
-    epsilon: float = 1.0
-    delta: float = 1e-5
-
-
-def _features(env: NeighbourEnvironment, result: Any, t0: int) -> np.ndarray:
-    """Per-arm counts after t0 for a fixed arm set, else Σ_{t>t0} x_{t,a_t}."""
-    fixed = getattr(env.base, "actions", None)
-    if env.played:
-        rounds = np.array([t for t, _ in env.played])
-        picks = np.array([i for _, i in env.played])
+def _actions_of(env: Any, result: RunResult, t0: int) -> np.ndarray:
+    """Actions of rounds t0+1 … T−1, from the pulls or (batched) from the regret trace."""
+    horizon = env.horizon
+    if isinstance(env, NeighbourEnvironment):
+        picks = np.full(horizon, -1, dtype=np.int64)
+        for t, i in env.played:
+            picks[t] = i
     else:
-        gaps = np.asarray(env.base.gaps)
+        gaps = np.asarray(env.gaps)
         regret = np.asarray(result.regret)
         match = np.abs(regret[:, None] - gaps[None, :]) <= 1e-12
         if not np.all(match.sum(axis=1) == 1):
             raise RuntimeError("actions cannot be recovered from the regret trace (equal gaps)")
         picks = np.argmax(match, axis=1)
-        rounds = np.arange(regret.size)
-    after = rounds > t0
-    if fixed is not None:
-        return np.bincount(picks[after], minlength=np.asarray(fixed).shape[0]).astype(float)
-    dim = env.info.d
-    total = np.zeros(dim)
-    for t, i in zip(rounds[after], picks[after], strict=True):
-        total += env.base.arms(int(t))[int(i)]
+    after = picks[t0 + 1:]
+    if np.any(after < 0):
+        raise RuntimeError("the run did not play every round")
+    return after
+
+
+def _summary_of(env: Any, actions: np.ndarray, t0: int) -> np.ndarray:
+    """Per-arm counts after t0 for a fixed arm set, else the sum of the chosen features."""
+    if isinstance(env, FixedActionEnvironment):
+        return np.bincount(actions, minlength=np.asarray(env.actions).shape[0]).astype(float)
+    total = np.zeros(env.info.d)
+    for offset, i in enumerate(actions):
+        total += env.arms(t0 + 1 + offset)[int(i)]
     return total
+
+
+def _probe(policy: Policy, t0: int) -> dict[str, float]:
+    """Per-run facts worth reporting: Criterion I at t0 and warm-up fits (Private-GLM)."""
+    out: dict[str, float] = {}
+    times = getattr(policy, "warmup_times", None)
+    if times is not None:
+        out["criterion1_at_t0"] = float(t0 in times)
+        out["warmup_fits"] = float(getattr(policy, "n1", 0))
+    return out
+
+
+def _environment(audit: PolicyAudit, instance: Any, side: int, batched: bool) -> Any:
+    """Side `side` (0 or 1) of the audit's pair on a fresh environment of its trial."""
+    base = instance.environment(audit.trial)
+    if batched:
+        if audit.shifts is None:
+            raise ConfigError(f"audit {audit.name}: a batched policy's pair needs shifts")
+        return BatchedNeighbourEnvironment(base, audit.shifts[side])
+    reward = None if audit.rewards is None else audit.rewards[side]
+    norm = None if audit.arm_norms is None else audit.arm_norms[side]
+    return NeighbourEnvironment(base, audit.t0, reward=reward, arm_norm=norm,
+                                other_norm=audit.other_norm)
 
 
 def policy_samples(
@@ -143,138 +212,107 @@ def policy_samples(
     rng: np.random.Generator,
     accounting: str = "strict",
     cls: type[Policy] | None = None,
+    confidence: float = 0.95,
 ) -> AuditSamples:
-    """Run the policy `runs` times on each neighbouring stream; score the action transcripts.
+    """Run the policy `runs` times on each side of the pair and score what later users see.
 
-    Run i uses the same policy seed on D0 and D1, so `info["transcript_changed"]` is the share
-    of runs whose transcript the changed reward altered at all (0 means the pair has no effect
-    on this instance and the audit cannot see anything). Each side's runs are still i.i.d., which
-    is all the per-side Clopper–Pearson bounds need. The claim audited is the policy's budget
-    (ε, δ); the largest ε its ledger reports is kept in `info`.
+    The claim audited is the policy's budget (ε, δ); the largest ε its ledger reports over the
+    runs (∞ when it records a breach) is kept in `info["ledger_epsilon"]`.
     """
-    cls = REGISTRY[audit.policy] if cls is None else cls
+    cls = _policy_class(audit.policy) if cls is None else cls
     instance = build_instance(dict(audit.instance))
     params = {**audit.params, **(audit.paper_params if accounting == "paper" else {})}
+    batched = issubclass(cls, BatchedPolicy)
     seeds = rng.integers(0, 2**63 - 1, size=runs)
-    features: list[np.ndarray] = []
-    spent = [0.0]
+    sides: list[Transcripts] = []
+    ledger_eps: list[float] = []
+    breaches: set[str] = set()
+    probes: list[dict[str, list[float]]] = []
     for side in (0, 1):
-        rows = []
+        actions, summaries = [], []
+        probe: dict[str, list[float]] = {}
         for seed in seeds:
-            base = instance.environment(audit.trial)
-            reward = None if audit.rewards is None else audit.rewards[side]
-            shift = audit.shifts.get(accounting, (0.0, 0.0))[side]
-            env = NeighbourEnvironment(base, audit.t0, reward, shift=shift)
-            policy: Policy = cls(
-                instance.info, np.random.default_rng(seed), epsilon=epsilon, delta=delta,
-                accounting=accounting, **params,
-            )
+            env = _environment(audit, instance, side, batched)
+            policy = cls(instance.info, np.random.default_rng(seed), epsilon=epsilon,
+                         delta=delta, accounting=accounting, **params)
             result = policy.run(env)
-            rows.append(_features(env, result, audit.t0))
+            acts = _actions_of(env, result, audit.t0)
+            actions.append(acts)
+            summaries.append(_summary_of(env, acts, audit.t0))
+            for key, value in _probe(policy, audit.t0).items():
+                probe.setdefault(key, []).append(value)
             if policy.ledger is not None:
-                spent.append(policy.ledger.spent()[0])
-        features.append(np.vstack(rows))
-    changed = float(np.mean(np.any(features[0] != features[1], axis=1)))
-    scores0, scores1 = linear_statistic(features[0], features[1])
-    if audit.rewards is not None:
-        change = f"reward of round {audit.t0}: {audit.rewards[0]:g} vs {audit.rewards[1]:g}"
-    else:
-        low, high = audit.shifts.get(accounting, (0.0, 0.0))
-        change = (f"first drawn reward clipped to its bounds (shift {low:g} vs {high:g} sd)"
-                  if abs(low) >= BIG else f"first drawn reward vs the same + {high:g} sd")
+                ledger_eps.append(policy.ledger.spent()[0])
+                breaches.update(policy.ledger.breaches)
+        sides.append(Transcripts(np.vstack(actions), np.vstack(summaries)))
+        probes.append(probe)
+    changed = float(np.mean(np.any(sides[0].actions != sides[1].actions, axis=1)))
+    scores0, scores1, statistic = crossfit_scores(sides[0], sides[1], delta, confidence)
+    info: dict[str, float] = {
+        "transcript_changed": changed,
+        "ledger_epsilon": float(max(ledger_eps)) if ledger_eps else math.nan,
+        "ledger_breaches": float(len(breaches)),
+    }
+    for side, probe in enumerate(probes):
+        for key, values in probe.items():
+            info[f"{key}_d{side}"] = float(np.mean(values))
+    instance_text = ", ".join(f"{k} = {v}" for k, v in audit.instance.items()
+                              if k not in ("generator", "seed"))
     return AuditSamples(
         scores0=scores0,
         scores1=scores1,
         claimed_epsilon=float(epsilon),
         delta=float(delta),
-        pair=f"{cls.name} on {audit.instance.get('generator')} (T = "
-        f"{audit.instance.get('horizon')}); {change}",
-        statistic="actions after the changed round, projected (Fisher direction)",
-        info={"ledger_epsilon_max": float(max(spent)), "transcript_changed": changed},
+        pair=f"{cls.name} on {audit.instance.get('generator')} ({instance_text}); "
+             f"{audit.change()}",
+        statistic=f"{statistic} (cross-fitted on the selection half)",
+        info=info,
+        vacuous=changed == 0.0,
     )
 
 
-def linear_shifts(sensitivity: float = 1.0, sd: float = 1.0) -> dict[str, tuple[float, float]]:
-    """Reward shifts of a linear-Gaussian stream: strict clips ±BIG to ±B; paper moves by Δ."""
-    return {"strict": (-BIG, BIG), "paper": (0.0, sensitivity / sd)}
+
+def policy_audits() -> dict[str, PolicyAudit]:
+    """Every end-to-end audit the registered policies declare (`Policy.audits`), by name."""
+    from dpbandits.policies import POLICIES
+
+    out: dict[str, PolicyAudit] = {}
+    for name, cls in POLICIES.items():
+        for audit in cls.audits:
+            if audit.policy != name:
+                raise ConfigError(f"audit {audit.name} of {name} names policy {audit.policy!r}")
+            out[audit.name] = audit
+    return dict(sorted(out.items()))
 
 
-SMALL_LINEAR = {"generator": "linear_sphere", "K": 4, "d": 2, "horizon": 400, "seed": 3}
-SMALL_POOL = {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 3, "horizon": 60,
-              "S": 2.0, "seed": 1}
-SMALL_GLM = {"generator": "glm_ball", "family": "probit", "d": 2, "K": 5, "S": 2.0,
-             "horizon": 200, "seed": 1}
+def policy_audit_spec(audit: PolicyAudit) -> AuditSpec:
+    """The runnable audit of a policy's declared pair."""
+    def sampler(epsilon: float, delta: float, runs: int, rng: np.random.Generator, *,
+                accounting: str = "strict", confidence: float = 0.95) -> AuditSamples:
+        return policy_samples(audit, epsilon, delta, runs, rng, accounting,
+                              confidence=confidence)
 
-POLICY_AUDITS: dict[str, PolicyAudit] = {
-    **{
-        name: PolicyAudit(
-            policy=name,
-            instance=SMALL_LINEAR,
-            paper_params={"path": "explicit"},
-            rewards=None,
-            shifts=linear_shifts(),
-            default_runs=500,
-            epsilon=1.0,
-            delta=1e-6,
-        )
-        for name in ("CentralDPElimination", "LocalDPElimination", "ShuffleDPElimination")
-    },
-    **{
-        name: PolicyAudit(
-            policy=name,
-            instance=SMALL_POOL,
-            params={"B": 10} if name.startswith("AdaPrivate") else {},
-            default_runs=500,
-        )
-        for name in (
-            "AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive", "AdaPrivate-UCB",
-            "JDP-LinUCB", "DGS-LinUCB", "zCDP-Episodic", "RarelySwitching-zCDP",
-            "AdaC-OFUL-zCDP",
-        )
-    },
-    "Private-GLM": PolicyAudit("Private-GLM", SMALL_GLM, default_runs=300, epsilon=4.0,
-                               delta=0.02),
-    "Shuffle-GLM": PolicyAudit("Shuffle-GLM", {**SMALL_GLM, "horizon": 100}, default_runs=200,
-                               epsilon=4.0, delta=0.02),
-}
+    sampler.__doc__ = f"End-to-end audit {audit.name}."
+    return AuditSpec(audit.name, "algorithm", sampler, audit.default_runs,
+                     f"{audit.policy} end to end, {audit.pair} pair: {audit.change()}",
+                     options=("accounting",), point=(audit.epsilon, audit.delta))
 
 
-def _register_policy_audits() -> None:
-    from dpbandits.policies import load_all
+def _policy_class(name: str) -> type[Policy]:
+    """The registered policy class called `name`."""
+    from dpbandits.policies import get_policy_class
 
-    load_all()
-    for name, audit in sorted(POLICY_AUDITS.items()):
-        if name not in REGISTRY:
-            continue
-
-        def sampler(
-            epsilon: float,
-            delta: float,
-            runs: int,
-            rng: np.random.Generator,
-            *,
-            accounting: str = "strict",
-            _audit: PolicyAudit = audit,
-        ) -> AuditSamples:
-            return policy_samples(_audit, epsilon, delta, runs, rng, accounting)
-
-        sampler.__doc__ = f"End-to-end audit of {name}."
-        register_audit(
-            name,
-            "algorithm",
-            default_runs=audit.default_runs,
-            description=f"{name} end to end on {audit.instance['generator']} "
-            f"(T = {audit.instance['horizon']})",
-            options=("accounting",),
-        )(sampler)
+    return get_policy_class(name)
 
 
 def unaudited_private_policies() -> list[str]:
     """Private policies in the registry that have no end-to-end audit configured."""
-    from dpbandits.policies import load_all
+    from dpbandits.policies import POLICIES
 
-    load_all()
-    return sorted(n for n, c in REGISTRY.items() if c.private and n not in POLICY_AUDITS)
+    audited = {a.policy for a in policy_audits().values()}
+    return sorted(n for n, c in POLICIES.items() if c.private and n not in audited)
 
 
-_register_policy_audits()
+def context_private_policies() -> list[str]:
+    """Policies audited with a whole-record (context) pair."""
+    return sorted({a.policy for a in policy_audits().values() if a.pair == "context"})

@@ -19,6 +19,11 @@ from scipy.special import betaincinv
 
 from dpbandits.errors import ConfigError
 
+# The threshold is chosen by the Clopper–Pearson bound at this (stricter) level: it prefers
+# thresholds with many events, whose held-out rates are stable (a choice only: validity rests on
+# the held-out half).
+SELECTION_CONFIDENCE = 0.999
+
 
 def check_confidence(confidence: float) -> float:
     if not (isinstance(confidence, int | float) and 0.0 < confidence < 1.0):
@@ -117,6 +122,34 @@ def _bound_from_counts(
     return epsilon_from_rates(cp_upper(fp, n0, tail), cp_upper(fn, n1, tail), delta)
 
 
+def _best_threshold(
+    sel0: np.ndarray, sel1: np.ndarray, delta: float, confidence: float, max_candidates: int
+) -> tuple[float, int, float]:
+    """(bound, direction, τ) maximising the Clopper–Pearson bound on sorted samples."""
+    thresholds = _candidate_thresholds(np.concatenate([sel0, sel1]), max_candidates)
+    fp_up, fn_up, fp_down, fn_down = _error_counts(sel0, sel1, thresholds)
+    up = _bound_from_counts(fp_up, fn_up, sel0.size, sel1.size, delta, confidence)
+    down = _bound_from_counts(fp_down, fn_down, sel0.size, sel1.size, delta, confidence)
+    if np.max(up) >= np.max(down):
+        best = int(np.argmax(up))
+        return float(up[best]), 1, float(thresholds[best])
+    best = int(np.argmax(down))
+    return float(down[best]), -1, float(thresholds[best])
+
+
+def selection_bound(
+    scores0: np.ndarray, scores1: np.ndarray, delta: float, confidence: float = 0.95,
+    max_candidates: int = 2000,
+) -> float:
+    """Largest Clopper–Pearson ε bound over thresholds on these samples (for choosing only)."""
+    s0 = np.sort(np.asarray(scores0, dtype=float).ravel())
+    s1 = np.sort(np.asarray(scores1, dtype=float).ravel())
+    if s0.size == 0 or s1.size == 0:
+        return -np.inf
+    level = max(confidence, SELECTION_CONFIDENCE)
+    return _best_threshold(s0, s1, delta, level, max_candidates)[0]
+
+
 def epsilon_lower_bound(
     scores0: np.ndarray,
     scores1: np.ndarray,
@@ -127,7 +160,8 @@ def epsilon_lower_bound(
     """ε lower bound from scalar outputs on D0 (`scores0`) and D1 (`scores1`).
 
     The first half of each sample chooses the threshold and direction that maximise the
-    Clopper–Pearson bound; the second half, untouched by that choice, gives the reported rates.
+    Clopper–Pearson bound (at SELECTION_CONFIDENCE); the second half, untouched by that choice,
+    gives the reported rates.
     """
     check_confidence(confidence)
     if not (isinstance(delta, int | float) and 0.0 <= delta < 1.0):
@@ -142,15 +176,9 @@ def epsilon_lower_bound(
     sel0, sel1 = np.sort(s0[:h0]), np.sort(s1[:h1])
     test0, test1 = np.sort(s0[h0:]), np.sort(s1[h1:])
 
-    thresholds = _candidate_thresholds(np.concatenate([sel0, sel1]), max_candidates)
-    fp_up, fn_up, fp_down, fn_down = _error_counts(sel0, sel1, thresholds)
-    up = _bound_from_counts(fp_up, fn_up, sel0.size, sel1.size, delta, confidence)
-    down = _bound_from_counts(fp_down, fn_down, sel0.size, sel1.size, delta, confidence)
-    if np.max(up) >= np.max(down):
-        direction, best = 1, int(np.argmax(up))
-    else:
-        direction, best = -1, int(np.argmax(down))
-    tau = thresholds[best : best + 1]
+    level = max(confidence, SELECTION_CONFIDENCE)
+    _, direction, threshold = _best_threshold(sel0, sel1, delta, level, max_candidates)
+    tau = np.array([threshold])
 
     fp_up, fn_up, fp_down, fn_down = _error_counts(test0, test1, tau)
     fp, fn = (fp_up, fn_up) if direction == 1 else (fp_down, fn_down)
@@ -172,6 +200,14 @@ def epsilon_lower_bound(
         confidence=confidence,
         delta=float(delta),
     )
+
+
+def attainable_bound(n0: int, n1: int, delta: float, confidence: float = 0.95) -> float:
+    """The largest lower bound `epsilon_lower_bound` can report with n0, n1 held-out runs (a
+    perfect test, no errors): an audit whose claim is above it cannot fail."""
+    tail = 1.0 - (1.0 - confidence) / 2.0
+    value = float(epsilon_from_rates(cp_upper(0, n0, tail), cp_upper(0, n1, tail), delta))
+    return max(value, 0.0)
 
 
 def linear_statistic(

@@ -1,8 +1,14 @@
-"""`dpbandits audit <name> --eps E --delta D`: empirical ε lower bound next to the claimed ε."""
+"""`dpbandits audit <name> [--eps E --delta D]`: empirical ε lower bound next to the claim.
+
+Prints the same as a row of the audit table: the claim, the lower bound with its
+Clopper–Pearson interval, the runs and the verdict. Exit 1 when an honest strict audit exceeds
+its claim or a control (noise scale < 1) is missed, else 0 (docs/audits.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from dpbandits.errors import ConfigError
@@ -12,9 +18,12 @@ ACCOUNTING_MODES = ("strict", "paper")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of the audit command (the name `list` prints the available audits)."""
-    parser.add_argument("name", help="mechanism or private algorithm to audit, or 'list'")
-    parser.add_argument("--eps", type=float, help="claimed ε (> 0)")
-    parser.add_argument("--delta", type=float, default=None, help="claimed δ in [0, 1)")
+    parser.add_argument("name", help="mechanism or policy audit (e.g. Private-GLM@context-d2), "
+                                     "or 'list'")
+    parser.add_argument("--eps", type=float, default=None,
+                        help="claimed ε (> 0; default: the audit's point)")
+    parser.add_argument("--delta", type=float, default=None,
+                        help="claimed δ in [0, 1) (default: the audit's point)")
     parser.add_argument("--runs", type=int, default=None, help="runs per neighbouring input")
     parser.add_argument("--seed", type=int, default=0, help="root seed (>= 0)")
     parser.add_argument("--confidence", type=float, default=0.95,
@@ -22,22 +31,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accounting", choices=ACCOUNTING_MODES, default="strict",
                         help="accounting mode of a private algorithm (default strict)")
     parser.add_argument("--noise-scale", type=float, default=1.0,
-                        help="multiply the calibrated noise (e.g. 0.5 = deliberately under-noised)")
+                        help="multiply the calibrated noise; < 1 makes the run a control that "
+                             "the audit must catch")
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="audit option, e.g. n=50 for shuffle-laplace (repeatable)")
+
+
+def _options(items: list[str]) -> dict[str, int | float | str]:
+    """KEY=VALUE strings → a dict with int, float or string values."""
+    out: dict[str, int | float | str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option {item!r} is not allowed; must be KEY=VALUE")
+        for cast in (int, float):
+            try:
+                out[key] = cast(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = value
+    return out
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the audit, print its bound; exit 1 with a loud message if the claim is refuted."""
+    """Run the audit and print its row; exit 1 with one loud line if it fails."""
     from dpbandits.audit.registry import available, run_audit
 
     audits = available()
     if args.name == "list":
         for name, spec in audits.items():
-            print(f"{name}\t{spec.kind}\t{spec.default_runs}\t{spec.description}")
+            eps, delta = spec.point
+            print(f"{name}\t{spec.kind}\t{spec.default_runs}\t(ε, δ) = ({eps:g}, {delta:g})\t"
+                  f"{spec.description}")
         return 0
-    if args.eps is None:
-        raise ConfigError("--eps is required; must be a finite number > 0")
-    if args.delta is None:
-        raise ConfigError("--delta is required; must be in [0, 1)")
     result = run_audit(
         args.name,
         args.eps,
@@ -47,16 +75,32 @@ def main(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         accounting=args.accounting,
         noise_scale=args.noise_scale,
+        **_options(args.option),
     )
     print(result.summary())
     print(f"  pair: {result.pair}; statistic: {result.statistic}; {result.seconds:.1f}s")
-    if result.violated:
-        print(
-            f"PRIVACY AUDIT FAILED: {result.name} [{result.accounting}] leaks more than claimed: "
-            f"empirical ε ≥ {result.bound.epsilon_lb:.4g} > claimed ε = "
-            f"{result.claimed_epsilon:.4g} at {100 * result.bound.confidence:g}% confidence",
-            file=sys.stderr,
-        )
+    extra = [f"{key} = {value:.3g}" for key, value in sorted(result.info.items())
+             if isinstance(value, float) and not math.isnan(value)]
+    if extra:
+        print("  " + ", ".join(extra))
+    verdict = result.verdict
+    claim = f"empirical ε ≥ {result.bound.epsilon_lb:.4g} vs claimed ε = " \
+            f"{result.claimed_epsilon:.4g} at {100 * result.bound.confidence:g}% confidence"
+    if verdict == "EXCEEDS CLAIM":
+        print(f"PRIVACY AUDIT FAILED: {result.name} [{result.accounting}] leaks more than "
+              f"claimed: {claim}", file=sys.stderr)
         return 1
-    print("OK: the empirical lower bound does not exceed the claimed ε")
+    if verdict == "control MISSED":
+        print(f"AUDIT CONTROL MISSED: {result.name} [{result.accounting}, noise "
+              f"×{result.noise_scale:g}] was not caught: {claim}", file=sys.stderr)
+        return 1
+    messages = {
+        "ok": "OK: the empirical lower bound does not exceed the claimed ε",
+        "inconclusive": "INCONCLUSIVE: nothing observed differs between the inputs, or the "
+                        "runs are too few for any outcome to exceed the claim",
+        "flagged (paper)": "FLAGGED (paper accounting): the authors' code leaks more than its "
+                           "claimed ε",
+        "control caught": "CONTROL CAUGHT: the under-noised mechanism exceeds its claim",
+    }
+    print(messages[verdict])
     return 0

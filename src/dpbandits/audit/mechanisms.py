@@ -1,20 +1,32 @@
-"""Vectorised audits of single privacy mechanisms on their worst-case neighbouring inputs.
+"""Audits of single privacy mechanisms on their worst-case neighbouring inputs (docs/audits.md).
 
-Each sampler runs the mechanism `runs` times on D0 and on D1 (a pair at the sensitivity bound of
-the mechanism's privacy argument) and returns a scalar statistic per run; the statistic is the
-likelihood-ratio direction where the mechanism's noise makes one available.
+Each sampler runs the mechanism's public code `runs` times on D0 and on D1 (a pair at the
+sensitivity bound of the mechanism's privacy argument) and returns one scalar per run: the
+likelihood-ratio statistic of the release where the noise makes one available, so that a
+threshold on it is the most powerful test (Neyman–Pearson). `noise_scale` multiplies the
+calibrated noise: < 1 builds the negative controls the audit table must catch.
+
+Default audit points (ε, δ) are where a control's true ε clearly exceeds the claim: the classic
+zCDP conversion leaves an honest Gaussian at ≈ 0.64 of its claim at (4, 0.02) and halving σ
+puts it at ≈ 1.7 times the claim, visible with 5·10⁴ runs; at δ = 10⁻⁵ the same needs
+≳ 10⁷ runs (the informative tail events have probability ≈ δ).
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
+from dataclasses import replace
 
-from dpbandits.audit.registry import AuditSamples, register_audit
+import numpy as np
+from scipy.special import logsumexp
+
+from dpbandits.audit.spec import AuditSamples, AuditSpec
 from dpbandits.errors import ConfigError
-from dpbandits.privacy.laplace import laplace_noise, laplace_scale, laplace_sum
+from dpbandits.privacy.laplace import laplace_noise, laplace_scale
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
-CHUNK = 250_000
+GAUSSIAN_POINT = (4.0, 0.02)  # Private-GLM Table 2's budget
+CHUNK_ENTRIES = 4_000_000  # Laplace draws per block of the shuffled-report audit
 
 
 def _require_positive_delta(delta: float, mechanism: str) -> None:
@@ -23,19 +35,6 @@ def _require_positive_delta(delta: float, mechanism: str) -> None:
         raise ConfigError(f"delta = {delta!r} is not allowed for {mechanism}; must be > 0")
 
 
-def _chunks(runs: int) -> list[int]:
-    """Split `runs` into chunks so that peak memory stays bounded for matrix-valued outputs."""
-    full, rest = divmod(runs, CHUNK)
-    return [CHUNK] * full + ([rest] if rest else [])
-
-
-@register_audit(
-    "gaussian",
-    "mechanism",
-    default_runs=2_000_000,
-    description="Gaussian mechanism, σ = Δ/√(2ρ) with ρ from the classic zCDP conversion",
-    options=("noise_scale",),
-)
 def gaussian(
     epsilon: float, delta: float, runs: int, rng: np.random.Generator, *, noise_scale: float = 1.0
 ) -> AuditSamples:
@@ -48,18 +47,11 @@ def gaussian(
         claimed_epsilon=epsilon,
         delta=delta,
         pair="f(D0) = 0, f(D1) = Δ = 1",
-        statistic="released value",
+        statistic="released value (likelihood ratio is monotone in it)",
         info={"sigma": sigma},
     )
 
 
-@register_audit(
-    "laplace",
-    "mechanism",
-    default_runs=1_000_000,
-    description="Laplace mechanism, b = Δ/ε (central elimination sums, local reports)",
-    options=("noise_scale",),
-)
 def laplace(
     epsilon: float, delta: float, runs: int, rng: np.random.Generator, *, noise_scale: float = 1.0
 ) -> AuditSamples:
@@ -76,13 +68,23 @@ def laplace(
     )
 
 
-@register_audit(
-    "shuffle-laplace",
-    "mechanism",
-    default_runs=1_000_000,
-    description="n shuffled Laplace(Δ/ε0) reports with ε0 = f⁻¹_{n,δ}(ε) (FMT21 Thm 3.1)",
-    options=("noise_scale", "n"),
-)
+def _shuffled_lr(rng: np.random.Generator, n: int, scale: float, shift: float,
+                 runs: int) -> np.ndarray:
+    """ln Σ_j L(y_j − Δ)/L(y_j) over n shuffled reports y_j = r_j + Lap(b), the first r_j = shift.
+
+    This is (up to ln n) the log-likelihood ratio of the shuffled multiset for D1 (one reward
+    Δ = 1, the others 0) against D0 (all 0): the most powerful statistic for this pair.
+    """
+    out = np.empty(runs)
+    block = max(1, CHUNK_ENTRIES // n)
+    for start in range(0, runs, block):
+        m = min(block, runs - start)
+        y = laplace_noise(rng, scale, (m, n))
+        y[:, 0] += shift
+        out[start:start + m] = logsumexp((np.abs(y) - np.abs(y - 1.0)) / scale, axis=1)
+    return out
+
+
 def shuffle_laplace(
     epsilon: float,
     delta: float,
@@ -92,35 +94,26 @@ def shuffle_laplace(
     noise_scale: float = 1.0,
     n: int = 1000,
 ) -> AuditSamples:
-    """n clients, one reward differs by Δ = 1; the analyzer sees the shuffled reports' multiset.
-
-    The sum of the reports is a symmetric function of the multiset, hence a valid statistic;
-    it is drawn exactly as Δ·1[D1] + Σ of n Laplace(Δ/ε0) (linear spec §6, §8).
-    """
+    """n clients, one reward 0 (D0) or Δ = 1 (D1), the others 0; the analyzer sees the shuffled
+    reports' multiset, scored by its exact likelihood ratio (Algorithm 3's batch release)."""
     from dpbandits.privacy.amplification import local_epsilon
 
     _require_positive_delta(delta, "shuffling")
-    eps0 = local_epsilon(epsilon, int(n), delta)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"n = {n!r} is not allowed; must be an integer >= 1")
+    eps0 = local_epsilon(epsilon, n, delta)
     scale = laplace_scale(1.0, eps0) * noise_scale
-    counts = np.full(runs, int(n))
     return AuditSamples(
-        scores0=laplace_sum(rng, counts, scale),
-        scores1=1.0 + laplace_sum(rng, counts, scale),
+        scores0=_shuffled_lr(rng, n, scale, 0.0, runs),
+        scores1=_shuffled_lr(rng, n, scale, 1.0, runs),
         claimed_epsilon=epsilon,
         delta=delta,
-        pair=f"{n} reports, one reward 0 → Δ = 1",
-        statistic="sum of the shuffled reports",
-        info={"eps0": eps0, "n": float(n)},
+        pair=f"{n} reports, one reward 0 → Δ = 1, the others 0",
+        statistic="log-likelihood ratio of the shuffled multiset",
+        info={"eps0": eps0, "n": float(n), "scale": scale},
     )
 
 
-@register_audit(
-    "tree",
-    "mechanism",
-    default_runs=20_000,
-    description="binary-tree continual release of symmetric matrices (MatrixTree), T = 4, d = 2",
-    needs=("dpbandits.privacy.tree",),
-)
 def tree(
     epsilon: float,
     delta: float,
@@ -130,11 +123,11 @@ def tree(
     accounting: str = "strict",
     noise_scale: float = 1.0,
 ) -> AuditSamples:
-    """Leaf 1 is e1e1ᵀ (D0) or e2e2ᵀ (D1): replace-one Frobenius distance √2 (glm spec §4.8 S3).
+    """Leaf 1 is e1e1ᵀ (D0) or e2e2ᵀ (D1): replace-one Frobenius distance √2 (docs/glm.md).
 
     With T a power of two the releases at s = 1, 2, 4 are exactly the noisy sums of leaf 1's
     ancestors, so Σ_s (Q₂₂ − Q₁₁)(s) is the likelihood-ratio statistic. Strict calibrates the
-    nodes for Δ = √2; paper for C = 1 as the authors' code (§4.7 item 3).
+    nodes for Δ = √2; paper for C = 1 as the authors' code.
     """
     from dpbandits.privacy.tree import MatrixTree, tree_sigma
 
@@ -162,18 +155,11 @@ def tree(
         claimed_epsilon=epsilon,
         delta=delta,
         pair="leaf 1 = e1e1ᵀ vs e2e2ᵀ (‖Δ‖_F = √2), other leaves 0",
-        statistic="Σ over releases s = 1, 2, 4 of Q22 − Q11",
-        info={"sigma_node": sigma, "sensitivity_calibrated": float(sensitivity)},
+        statistic="Σ over releases s = 1, 2, 4 of Q22 − Q11 (likelihood ratio)",
+        info={"sigma_node": float(sigma), "sensitivity_calibrated": float(sensitivity)},
     )
 
 
-@register_audit(
-    "ts-release",
-    "mechanism",
-    default_runs=10_000,
-    description="AdaPrivate-TS batch release s̃ = Σ r x + N(0, σ²I), σ = 1/√(2ρ) (policy code)",
-    needs=("dpbandits.policies.adaprivate",),
-)
 def ts_release(
     epsilon: float,
     delta: float,
@@ -189,13 +175,6 @@ def ts_release(
     )
 
 
-@register_audit(
-    "ts-release-amp",
-    "mechanism",
-    default_runs=10_000,
-    description="AdaPrivate-TS-Amp release: Poisson-subsampled (q = 0.3) increment + N(0, σ_amp²I)",
-    needs=("dpbandits.policies.adaprivate",),
-)
 def ts_release_amp(
     epsilon: float,
     delta: float,
@@ -224,10 +203,12 @@ def _batch_release(
     """Drive the policy's `observe` for one batch of B = 4 rounds and read the released b.
 
     One policy object per input, reset between runs: its noise and subsampling streams carry
-    on, so successive runs use fresh, independent draws of the policy's own randomness.
+    on, so successive runs use fresh, independent draws of the policy's own randomness. The
+    released first coordinate is monotone in the likelihood ratio (also for the subsampled
+    mixture q·N(1, σ²) + (1 − q)·N(0, σ²) against N(0, σ²)).
     """
-    from dpbandits.instances.base import ProblemInfo
-    from dpbandits.policies.base import get_policy_class
+    from dpbandits.contract import ProblemInfo
+    from dpbandits.policies import get_policy_class
 
     _require_positive_delta(delta, name)
     cls = get_policy_class(name)
@@ -236,10 +217,12 @@ def _batch_release(
     x = np.array([1.0, 0.0])
     claimed = (epsilon, delta)
     scores = []
+    sigma = math.nan
     for first_reward in (0.0, 1.0):
         policy = cls(problem, np.random.default_rng(rng.integers(0, 2**63 - 1)),
                      epsilon=epsilon, delta=delta, accounting=accounting, B=batch, **params)
         policy.sigma *= noise_scale
+        sigma = float(policy.sigma)
         out = np.empty(runs)
         for run in range(runs):
             policy.reset()
@@ -257,18 +240,11 @@ def _batch_release(
         claimed_epsilon=float(claimed[0]),
         delta=float(claimed[1]),
         pair="one batch of B = 4 rounds, x = e1, first reward 0 vs 1, others 0",
-        statistic="first coordinate of the released b",
-        info={"sigma": float(policy.sigma)},
+        statistic="first coordinate of the released b (likelihood ratio is monotone in it)",
+        info={"sigma": sigma},
     )
 
 
-@register_audit(
-    "vector-sum",
-    "mechanism",
-    default_runs=20_000,
-    description="shuffle vector summation P_vec (vector_sum), n = 4 users, D = 1",
-    needs=("dpbandits.privacy.vector_sum",),
-)
 def vector_sum_audit(
     epsilon: float,
     delta: float,
@@ -280,9 +256,9 @@ def vector_sum_audit(
 ) -> AuditSamples:
     """One user's value +L (D0) or −L (D1), the others 0: replace-one at the norm bound L.
 
-    Strict uses CJMP's constants (c_b = 24·10⁴, log argument 4(D² + 1)/δ); paper the practical
-    c_b = 1 with log argument D/δ, which carries no formal guarantee (glm spec §5.5). A
-    `noise_scale` < 1 shrinks the blanket: b is multiplied by noise_scale².
+    Strict uses the theory constants (c_b = 24·10⁴, log argument 4(D² + 1)/δ); paper the
+    practical c_b = 1 with log argument D/δ, which carries no formal guarantee (docs/glm.md).
+    A `noise_scale` < 1 shrinks the blanket: b is multiplied by noise_scale².
     """
     from dpbandits.privacy.vector_sum import CB_PRACTICAL, CB_THEORY, vector_sum, vector_sum_params
 
@@ -294,8 +270,6 @@ def vector_sum_audit(
         params = vector_sum_params(n, 1, bound, epsilon, delta, c_b=CB_PRACTICAL,
                                    log_arg="practical")
     if noise_scale != 1.0:
-        from dataclasses import replace
-
         params = replace(params, b=max(1, round(params.b * noise_scale**2)))
     scores = []
     for value in (bound, -bound):
@@ -308,18 +282,15 @@ def vector_sum_audit(
         claimed_epsilon=epsilon,
         delta=delta,
         pair=f"{n} users, one value +L vs −L (L = 1), others 0",
-        statistic="analyzer's estimate of the sum",
+        statistic="analyzer's estimate of the sum (likelihood ratio is monotone in it)",
         info={"g": float(params.g), "b": float(params.b), "noise_sd": params.noise_sd},
     )
 
 
-@register_audit(
-    "dpsgd",
-    "mechanism",
-    default_runs=5_000,
-    description="private GLM fit: one strict noisy GD step at ρ-zCDP; paper = the authors' DP-SGD",
-    needs=("dpbandits.privacy.dpsgd",),
-)
+DPSGD_PADDING = 200  # records with x = 0 (zero gradient): the noisy count then barely varies
+DPSGD_STEPS, DPSGD_BURN_IN = 4, 3  # θ̄ = θ_K: the released θ̄ then carries 74 % of ρ
+
+
 def dpsgd_audit(
     epsilon: float,
     delta: float,
@@ -330,12 +301,16 @@ def dpsgd_audit(
     noise_scale: float = 1.0,
 ) -> AuditSamples:
     """One record (x = e1, y = +Y) vs (x = e1, y = −Y), |Y| huge: the clipped gradient is ±C e1
-    at every θ, the replace-one worst case of the gradient sum (glm spec §4.5, §4.8 S4).
+    at every θ, the replace-one worst case of the gradient sum (docs/glm.md).
 
-    Strict: one step of `noisy_gd_fit` (noisy count + one noisy gradient sum) at ρ = ρ(ε, δ)
-    (noise_scale < 1 divides ρ by its square). Paper: the authors' `dpsgd_fit` at
-    (ε₀, δ₀) = (ε, δ), calibrated for sensitivity C while a replacement moves the clipped mean
-    by 2C/b (§4.7 item 2). The statistic is the released θ̄.
+    Strict: Private-GLM's `noisy_gd_fit` (noisy count, K = 4 noisy gradient sums, burn-in 3 so
+    that θ̄ = θ_K, λ = 0, no projection in reach) at ρ = ρ(ε, δ), on the record plus 200 records
+    with x = 0 so that the divisor max(ñ, 1) is ≈ n in both data sets (noise_scale < 1 divides
+    ρ by its square). θ̄ weighs the K gradient sums by lr_k = lr₀/√k: it carries
+    (Σ lr_k)²/(K Σ lr_k²)·K/(K + 1) = 74 % of ρ (62 % with the policy's K = 12, burn-in 5). Paper:
+    the authors' `dpsgd_fit` on the one record at (ε₀, δ₀) = (ε, δ), calibrated for
+    sensitivity C while a replacement moves the clipped mean by 2C/b. The statistic is the
+    released θ̄, linear in the gradient noises with the same weights on both inputs.
     """
     from dpbandits.links import get_link
     from dpbandits.privacy.dpsgd import dpsgd_fit, noisy_gd_fit
@@ -344,27 +319,66 @@ def dpsgd_audit(
     if accounting == "paper" and noise_scale != 1.0:
         raise ConfigError("noise_scale is not supported for the paper-mode DP-SGD audit; must be 1")
     link = get_link("linear")
-    x = np.ones((1, 1))
     theta0 = np.zeros(1)
     rho = rho_from_epsilon(epsilon, delta) / noise_scale**2
+    padding = DPSGD_PADDING if accounting == "strict" else 0
+    x = np.zeros((1 + padding, 1))
+    x[0, 0] = 1.0
     scores = []
+    fit = None
     for label in (1e12, -1e12):
-        y = np.array([label])
+        y = np.zeros(1 + padding)
+        y[0] = label
         out = np.empty(runs)
         for run in range(runs):
             if accounting == "strict":
-                fit = noisy_gd_fit(theta0, x, y, rho, link, rng, radius=1e9, steps=1,
-                                   burn_in=0)
+                fit = noisy_gd_fit(theta0, x, y, rho, link, rng, radius=1e12,
+                                   steps=DPSGD_STEPS, burn_in=DPSGD_BURN_IN, lam=0.0)
             else:
                 fit = dpsgd_fit(theta0, x, y, epsilon, delta, link, rng)
             out[run] = fit.theta[0]
         scores.append(out)
+    assert fit is not None
     return AuditSamples(
         scores0=scores[0],
         scores1=scores[1],
         claimed_epsilon=epsilon,
         delta=delta,
-        pair="one record, clipped gradient +C e1 vs −C e1 (linear link, |y| = 1e12)",
+        pair="one record, clipped gradient +C e1 vs −C e1 (linear link, |y| = 1e12)"
+             + (f", plus {padding} records with x = 0" if padding else ""),
         statistic="released θ̄",
         info={"noise_multiplier": float(fit.sigma), "steps": float(fit.steps)},
     )
+
+
+GAUSSIAN = AuditSpec(
+    "gaussian", "mechanism", gaussian, 50_000,
+    "Gaussian mechanism, σ = Δ/√(2ρ) with ρ from the classic zCDP conversion",
+    options=("noise_scale",), point=GAUSSIAN_POINT)
+LAPLACE = AuditSpec(
+    "laplace", "mechanism", laplace, 400_000,
+    "Laplace mechanism, b = Δ/ε (central elimination sums, local reports)",
+    options=("noise_scale",), point=(1.0, 0.0))
+SHUFFLE_LAPLACE = AuditSpec(
+    "shuffle-laplace", "mechanism", shuffle_laplace, 20_000,
+    "n shuffled Laplace(Δ/ε0) reports with ε0 = f⁻¹_{n,δ}(ε) (FMT21 Thm 3.1)",
+    options=("noise_scale", "n"), point=(1.0, 1e-6))
+TREE = AuditSpec(
+    "tree", "mechanism", tree, 50_000,
+    "binary-tree continual release of symmetric matrices (MatrixTree), T = 4, d = 2",
+    point=GAUSSIAN_POINT)
+TS_RELEASE = AuditSpec(
+    "ts-release", "mechanism", ts_release, 50_000,
+    "AdaPrivate-TS batch release s̃ = Σ r x + N(0, σ²I), σ = 1/√(2ρ) (policy code)",
+    point=GAUSSIAN_POINT)
+TS_RELEASE_AMP = AuditSpec(
+    "ts-release-amp", "mechanism", ts_release_amp, 50_000,
+    "AdaPrivate-TS-Amp release: Poisson-subsampled (q = 0.3) increment + N(0, σ_amp²I)",
+    point=GAUSSIAN_POINT)
+VECTOR_SUM = AuditSpec(
+    "vector-sum", "mechanism", vector_sum_audit, 50_000,
+    "shuffle vector summation P_vec (vector_sum), n = 4 users, D = 1", point=GAUSSIAN_POINT)
+DPSGD = AuditSpec(
+    "dpsgd", "mechanism", dpsgd_audit, 50_000,
+    "private GLM fit: strict noisy projected GD (K = 4) at ρ-zCDP; paper = the authors' DP-SGD",
+    point=GAUSSIAN_POINT)

@@ -1,10 +1,11 @@
-"""Audit registry and runner: a named audit → neighbouring-input samples → an ε lower bound."""
+"""Audit registry and runner: a named audit → neighbouring-input samples → an ε lower bound → a
+verdict (docs/audits.md)."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,96 +13,52 @@ import numpy as np
 
 from dpbandits.audit.bounds import (
     EpsilonBound,
+    attainable_bound,
     check_confidence,
     epsilon_lower_bound,
     format_epsilon,
 )
+from dpbandits.audit.spec import AuditSamples, AuditSpec
 from dpbandits.errors import ConfigError
+from dpbandits.registry import Registry
 from dpbandits.seeding import stable_key
 
 ACCOUNTING_MODES = ("strict", "paper")
+ROLES = ("audit", "control")
 DEFAULT_OPTIONS: dict[str, Any] = {"accounting": "strict", "noise_scale": 1.0}
+VERDICTS = ("ok", "inconclusive", "EXCEEDS CLAIM", "flagged (paper)", "control caught",
+            "control MISSED")
+FAILING = ("EXCEEDS CLAIM", "control MISSED")
 
 
-@dataclass(frozen=True)
-class AuditSamples:
-    """Scalar distinguisher outputs on the two neighbouring inputs, and the ε, δ claimed there."""
-
-    scores0: np.ndarray
-    scores1: np.ndarray
-    claimed_epsilon: float
-    delta: float
-    pair: str
-    statistic: str
-    info: dict[str, float] = field(default_factory=dict)
-
-
-Sampler = Callable[..., AuditSamples]
-
-
-@dataclass(frozen=True)
-class AuditSpec:
-    """A registered audit: how to sample it, its kind, its default number of runs per input."""
-
-    name: str
-    kind: str
-    sampler: Sampler
-    default_runs: int
-    description: str
-    options: tuple[str, ...] = ("accounting", "noise_scale")
-    needs: tuple[str, ...] = ()
-
-
-AUDITS: dict[str, AuditSpec] = {}
-
-
-def register_audit(
-    name: str,
-    kind: str,
-    default_runs: int,
-    description: str,
-    options: tuple[str, ...] = ("accounting", "noise_scale"),
-    needs: tuple[str, ...] = (),
-) -> Callable[[Sampler], Sampler]:
-    """Decorator: make `sampler(epsilon, delta, runs, rng, **options)` available as `name`."""
-
-    def wrap(fn: Sampler) -> Sampler:
-        if name in AUDITS:
-            raise TypeError(f"audit {name!r} registered twice")
-        AUDITS[name] = AuditSpec(name, kind, fn, default_runs, description, options, needs)
-        return fn
-
-    return wrap
-
-
-def load_all() -> None:
-    """Import the audit modules so that every audit is registered."""
-    import dpbandits.audit.algorithms  # noqa: F401
-    import dpbandits.audit.mechanisms  # noqa: F401
+MECHANISMS: Registry[AuditSpec] = Registry("mechanism audit", {
+    "gaussian": "dpbandits.audit.mechanisms:GAUSSIAN",
+    "laplace": "dpbandits.audit.mechanisms:LAPLACE",
+    "shuffle-laplace": "dpbandits.audit.mechanisms:SHUFFLE_LAPLACE",
+    "tree": "dpbandits.audit.mechanisms:TREE",
+    "ts-release": "dpbandits.audit.mechanisms:TS_RELEASE",
+    "ts-release-amp": "dpbandits.audit.mechanisms:TS_RELEASE_AMP",
+    "vector-sum": "dpbandits.audit.mechanisms:VECTOR_SUM",
+    "dpsgd": "dpbandits.audit.mechanisms:DPSGD",
+})
 
 
 def available() -> dict[str, AuditSpec]:
-    """Every audit whose mechanism or policy exists in this source tree."""
-    load_all()
-    out = {}
-    for name, spec in sorted(AUDITS.items()):
-        if all(_module_exists(module) for module in spec.needs):
-            out[name] = spec
-    return out
+    """Every audit by name: the mechanisms' and those the policies declare (`Policy.audits`)."""
+    from dpbandits.audit.algorithms import policy_audit_spec, policy_audits
 
-
-def _module_exists(module: str) -> bool:
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+    out = dict(MECHANISMS.items())
+    out.update({name: policy_audit_spec(audit) for name, audit in policy_audits().items()})
+    return dict(sorted(out.items()))
 
 
 @dataclass(frozen=True)
 class AuditResult:
-    """One audit's verdict: the empirical ε lower bound next to the claimed ε."""
+    """One audit's verdict: the empirical ε lower bound next to the claimed ε.
+
+    `role` is "audit" (an honest mechanism or policy: its bound must not exceed the claim) or
+    "control" (deliberately broken, e.g. noise × 0.5: its bound must exceed the claim).
+    """
 
     name: str
     kind: str
@@ -116,21 +73,43 @@ class AuditResult:
     statistic: str
     seconds: float
     info: dict[str, float] = field(default_factory=dict)
+    role: str = "audit"
+    vacuous: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+    attainable: float = math.inf
+
+    @property
+    def can_fail(self) -> bool:
+        """Whether a perfect distinguisher with these runs would put the bound above the claim."""
+        return self.attainable > self.claimed_epsilon * (1.0 + 1e-12)
 
     @property
     def violated(self) -> bool:
         """True when the lower confidence bound on ε exceeds the claimed ε."""
         return self.bound.epsilon_lb > self.claimed_epsilon * (1.0 + 1e-12)
 
+    @property
+    def verdict(self) -> str:
+        """ok | inconclusive | EXCEEDS CLAIM | flagged (paper) | control caught | control MISSED."""
+        return verdict(self.role, self.accounting, self.violated,
+                       self.vacuous or not self.can_fail)
+
+    @property
+    def failed(self) -> bool:
+        """An honest strict audit exceeds its claim, or a control is missed."""
+        return self.verdict in FAILING
+
     def summary(self) -> str:
         b = self.bound
         level = f"{100 * b.confidence:g}%"
         lb, ub = format_epsilon(b.epsilon_lb), format_epsilon(b.epsilon_ub)
+        tag = "" if self.noise_scale == 1.0 else f", noise ×{self.noise_scale:g}"
         return (
-            f"{self.name} [{self.accounting}]: claimed ε = {format_epsilon(self.claimed_epsilon)}"
-            f" (δ = {self.delta:.3g}); empirical ε ≥ {format_epsilon(b.epsilon_lb)} at {level}"
-            f" confidence, interval [{lb}, {ub}]"
+            f"{self.name} [{self.accounting}{tag}]: claimed ε = "
+            f"{format_epsilon(self.claimed_epsilon)} (δ = {self.delta:.3g}); empirical ε ≥ "
+            f"{format_epsilon(b.epsilon_lb)} at {level} confidence, interval [{lb}, {ub}]"
             f", point estimate {format_epsilon(b.epsilon_hat)}; {self.runs} runs per input"
+            f"; verdict: {self.verdict}"
         )
 
     def row(self) -> dict[str, Any]:
@@ -140,6 +119,7 @@ class AuditResult:
             "audit": self.name,
             "kind": self.kind,
             "accounting": self.accounting,
+            "role": self.role,
             "claimed_epsilon": self.claimed_epsilon,
             "delta": self.delta,
             "epsilon_lb": b.epsilon_lb,
@@ -150,12 +130,27 @@ class AuditResult:
             "fnr": b.fnr,
             "runs": self.runs,
             "noise_scale": self.noise_scale,
+            "options": ", ".join(f"{k} = {v}" for k, v in sorted(self.options.items())),
             "violated": self.violated,
+            "vacuous": self.vacuous,
+            "epsilon_lb_attainable": self.attainable,
+            "verdict": self.verdict,
             "pair": self.pair,
             "statistic": self.statistic,
             "seconds": self.seconds,
             "transcript_changed": self.info.get("transcript_changed"),
+            "ledger_epsilon": self.info.get("ledger_epsilon"),
         }
+
+
+def verdict(role: str, accounting: str, violated: bool, vacuous: bool) -> str:
+    """The verdict of an audit from its role, accounting mode and outcome (`vacuous`: nothing
+    observed differs, or the runs are too few for any outcome to exceed the claim)."""
+    if role == "control":
+        return "control caught" if violated else "control MISSED"
+    if violated:
+        return "flagged (paper)" if accounting == "paper" else "EXCEEDS CLAIM"
+    return "inconclusive" if vacuous else "ok"
 
 
 def _check_positive(name: str, value: Any, integer: bool = False) -> None:
@@ -166,23 +161,37 @@ def _check_positive(name: str, value: Any, integer: bool = False) -> None:
         raise ConfigError(f"{name} = {value!r} is not allowed; must be {kind}")
 
 
+def _is_vacuous(samples: AuditSamples) -> bool:
+    """Nothing observed differs: the pair says so, or every score on both sides is one value."""
+    if samples.vacuous:
+        return True
+    both = np.concatenate([np.ravel(samples.scores0), np.ravel(samples.scores1)])
+    return bool(both.size) and bool(np.all(both == both[0]))
+
+
 def run_audit(
     name: str,
-    epsilon: float,
-    delta: float,
+    epsilon: float | None = None,
+    delta: float | None = None,
     runs: int | None = None,
     seed: int = 0,
     confidence: float = 0.95,
     accounting: str = "strict",
     noise_scale: float = 1.0,
+    role: str | None = None,
     **options: Any,
 ) -> AuditResult:
-    """Run audit `name` with `runs` runs per neighbouring input and bound ε from its samples."""
+    """Run audit `name` with `runs` runs per neighbouring input and bound ε from its samples.
+
+    ε and δ default to the audit's point; `role` defaults to "control" when noise_scale < 1.
+    """
     check_confidence(confidence)
     audits = available()
     if name not in audits:
         raise ConfigError(f"unknown audit {name!r}; allowed: {', '.join(audits)}")
     spec = audits[name]
+    epsilon = spec.point[0] if epsilon is None else epsilon
+    delta = spec.point[1] if delta is None else delta
     _check_positive("epsilon", epsilon)
     if not (isinstance(delta, int | float) and math.isfinite(delta) and 0.0 <= delta < 1.0):
         raise ConfigError(f"delta = {delta!r} is not allowed; must be in [0, 1)")
@@ -197,6 +206,9 @@ def run_audit(
         raise ConfigError(
             f"accounting = {accounting!r} is not allowed; allowed: {', '.join(ACCOUNTING_MODES)}"
         )
+    role = ("control" if noise_scale < 1.0 else "audit") if role is None else role
+    if role not in ROLES:
+        raise ConfigError(f"role = {role!r} is not allowed; allowed: {', '.join(ROLES)}")
     given = {"accounting": accounting, "noise_scale": noise_scale, **options}
     unsupported = sorted(
         k for k, v in given.items()
@@ -208,6 +220,8 @@ def run_audit(
             f"{', '.join(spec.options) or 'none'}"
         )
     kwargs = {k: v for k, v in given.items() if k in spec.options}
+    if "confidence" in inspect.signature(spec.sampler).parameters:
+        kwargs["confidence"] = confidence
     rng = np.random.default_rng(np.random.SeedSequence(int(seed), spawn_key=(stable_key(name),)))
     start = time.perf_counter()
     samples = spec.sampler(float(epsilon), float(delta), int(runs), rng, **kwargs)
@@ -226,4 +240,8 @@ def run_audit(
         statistic=samples.statistic,
         seconds=time.perf_counter() - start,
         info=dict(samples.info),
+        role=role,
+        vacuous=_is_vacuous(samples),
+        options=dict(options),
+        attainable=attainable_bound(bound.n0, bound.n1, samples.delta, confidence),
     )

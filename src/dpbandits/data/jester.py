@@ -1,6 +1,9 @@
-"""Jester parsers: dataset 2 `jester_ratings.dat` (user joke rating, whitespace-separated) and the
-matrix files of datasets 1/2+/4 (`.xls`/`.xlsx`: column 0 = number of jokes rated, then one
-column per joke, 99 = not rated). Layouts from shared/specs/datasets.md."""
+"""Jester parsers: dataset 2 `jester_ratings.dat` and the matrix files of datasets 1/2+/4.
+
+`jester_ratings.dat`: user joke rating, whitespace-separated. Matrix files (`.xls`/`.xlsx`):
+column 0 = number of jokes rated, then one column per joke, 99 = not rated. Layouts as the
+publisher documents them (docs/realdata.md, "Datasets").
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
-"""MovieLens parsers: ml-25m / ml-latest-small CSV (quoted titles), ml-100k `u.data`, ml-1m
-`ratings.dat` (`::`-separated). Layouts from shared/specs/datasets.md."""
+"""MovieLens parsers: ml-25m / ml-latest-small CSV, ml-100k `u.data`, ml-1m `ratings.dat`.
+
+CSV titles are quoted; `ratings.dat` is `::`-separated. Layouts as the GroupLens READMEs describe
+them (docs/realdata.md, "Datasets").
+"""
 
 from __future__ import annotations
 

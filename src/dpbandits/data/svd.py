@@ -1,10 +1,10 @@
-"""Rank-k SVD features of the centred users × items rating matrix (datasets.md "Features").
+"""Rank-k SVD features of the centred users × items rating matrix.
 
 Observed ratings are centred (global mean by default), the sparse matrix is factorised with
 ARPACK (`scipy.sparse.linalg.svds`, float32, fixed starting vector), components are sorted by
 decreasing singular value and each sign is fixed so that the largest-|value| entry of the item
 vector is positive. Stored factors are P = U√s (users) and Q = V√s (items), so P Qᵀ is the
-rank-k reconstruction of the centred matrix.
+rank-k reconstruction of the centred matrix (docs/realdata.md, "SVD features").
 """
 
 from __future__ import annotations

@@ -8,21 +8,33 @@ import numpy as np
 
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances.registry import generator
-from dpbandits.links import Link, get_link
+from dpbandits.instances.registry import InstanceKind
+from dpbandits.links import LINKS, Link, get_link
+from dpbandits.params import REQUIRED, Declaration, boolean, choice, integer, number, validate
 from dpbandits.seeding import reward_rng
 
 GAUSSIAN_NOISE_SD = 1.0
+GLM_BALL_KEYS: Declaration = (
+    choice("family", REQUIRED, "reward model", tuple(LINKS)),
+    integer("d", REQUIRED, "dimension", ge=1),
+    integer("K", REQUIRED, "arms per round", ge=1),
+    number("S", REQUIRED, "norm bound S of θ*", gt=0),
+    integer("horizon", REQUIRED, "rounds T", ge=1),
+    integer("seed", REQUIRED, "instance seed (θ* and the contexts)", ge=0),
+    boolean("full_norm", True, "‖θ*‖ = S (else S·U with U uniform)"),
+    number("noise_sd", GAUSSIAN_NOISE_SD, "noise σ of linear-Gaussian rewards", gt=0),
+)
 MAX_TABLE_ENTRIES = 10**8  # T·K·d context entries (0.8 GB of float64); the papers need ≤ 1.5e6
 
 
 def draw_theta_and_contexts(
     seed: int, d: int, K: int, S: float, horizon: int, full_norm: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
-    """θ* and the T×K×d context table in the reference draw order (glm spec §1.4, steps 1–3).
+    """θ* and the T×K×d context table in the authors' draw order.
 
-    The interleaving of d normals and one uniform per arm is part of the specification, so the
-    arms are drawn one at a time.
+    Steps 1–3 of docs/glm.md, "Instance generator". The interleaving of d normals and one uniform
+    per arm reproduces the authors' instance (and its κ values), so the arms are drawn one at a
+    time.
     """
     g = np.random.default_rng(seed)
     u = g.uniform(-1.0, 1.0, size=d)
@@ -60,21 +72,14 @@ class GLMInstance:
     kappa_star: float = field(init=False)
 
     def __post_init__(self) -> None:
-        for key, value, low in (("d", self.d, 1), ("K", self.K, 1), ("horizon", self.horizon, 1)):
-            if not isinstance(value, int | np.integer) or value < low:
-                raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
+        validate("glm_ball", GLM_BALL_KEYS, {k.name: getattr(self, k.name) for k in GLM_BALL_KEYS},
+                 kind="instance key")
         if self.horizon * self.K * self.d > MAX_TABLE_ENTRIES:
             raise ConfigError(
                 f"horizon × K × d = {self.horizon * self.K * self.d:.3g} is not allowed "
                 f"(horizon = {self.horizon}, K = {self.K}, d = {self.d}); the context table "
                 f"holds at most {MAX_TABLE_ENTRIES:.0e} entries"
             )
-        if (isinstance(self.S, bool) or not isinstance(self.S, int | float | np.number)
-                or not np.isfinite(self.S) or self.S <= 0):
-            raise ConfigError(f"S = {self.S!r} is not allowed; must be a finite number > 0")
-        seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-            raise ConfigError(f"seed = {self.seed!r} is not allowed; must be an integer >= 0")
         self.link = get_link(self.family)
         with np.errstate(over="ignore", divide="ignore"):
             kappa_pub = self.link.kappa_public(float(self.S))
@@ -108,7 +113,7 @@ class GLMInstance:
         )
 
     def reward_table(self, trial: int) -> np.ndarray:
-        """Rewards of every (round, arm) for one trial from one shared noise draw (spec §1.5)."""
+        """Rewards of every (round, arm) for one trial from one shared noise draw."""
         g = reward_rng(self.seed, trial)
         z = self.contexts @ self.theta
         if self.family == "probit":
@@ -154,17 +159,5 @@ def _describe(instance: GLMInstance) -> dict[str, float]:
 GLMInstance.describe = _describe  # type: ignore[attr-defined]
 
 
-@generator("glm_ball")
-def build_glm_ball(params: dict) -> GLMInstance:
-    """Synthetic GLM instance of glm spec §1.4 from a shard spec's instance mapping."""
-    allowed = {"family", "d", "K", "S", "horizon", "seed", "full_norm", "noise_sd"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"unknown instance key(s) {', '.join(unknown)} for glm_ball; allowed: "
-            f"{', '.join(sorted(allowed))}"
-        )
-    missing = sorted({"family", "d", "K", "S", "horizon", "seed"} - set(params))
-    if missing:
-        raise ConfigError(f"glm_ball needs instance key(s) {', '.join(missing)}")
-    return GLMInstance(**params)
+GLM_BALL = InstanceKind("glm_ball", GLM_BALL_KEYS, lambda keys: GLMInstance(**keys),
+                        "θ* of norm S, K fresh contexts per round uniform in the unit ball")

@@ -1,4 +1,4 @@
-"""Linear bandit instances: K fixed actions and θ* uniform on the unit sphere of R^d (linear §9)."""
+"""Linear bandit instances: K actions and θ* uniform on the unit sphere (Hanna et al., Sec. 6)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import numpy as np
 
 from dpbandits.contract import FixedActionEnvironment, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.instances.registry import generator
+from dpbandits.instances.registry import InstanceKind
+from dpbandits.params import REQUIRED, Declaration, Param, boolean, integer, number, validate
 from dpbandits.seeding import instance_rng, reward_rng
 
 
@@ -25,18 +26,30 @@ def draw_sphere_problem(rng: np.random.Generator, K: int, d: int) -> tuple[np.nd
     return theta, unit_sphere(rng, K, d)
 
 
-def _check_int(key: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
-    return int(value)
-
-
 def _check_norms(key: str, rows: np.ndarray) -> None:
     norms = np.linalg.norm(rows, axis=-1)
     if not np.all(np.isfinite(rows)) or np.any(norms > 1.0 + 1e-9):
         raise ConfigError(
             f"{key} has norm {float(np.max(norms)):.6g}; every row must be finite with norm <= 1"
         )
+
+
+LINEAR_SPHERE_KEYS: Declaration = (
+    integer("K", REQUIRED, "number of actions", ge=1),
+    integer("d", REQUIRED, "dimension", ge=1),
+    integer("horizon", REQUIRED, "rounds T", ge=1),
+    integer("seed", REQUIRED, "instance seed", ge=0),
+    number("noise_sd", 1.0, "reward noise σ", gt=0),
+    boolean("redraw", False, "every trial draws its own actions and θ*"),
+    Param("actions", None, "explicit actions (K rows of d numbers, norm ≤ 1)",
+          ("null", "matrix")),
+    Param("theta", None, "explicit θ* (d numbers, norm ≤ 1)", ("null", "numbers")),
+)
+
+
+def _plain(value: Any) -> Any:
+    """Arrays as nested lists, so that the declaration can check them."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 @dataclass
@@ -54,12 +67,11 @@ class LinearInstance:
     _cache: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        self.K = _check_int("K", self.K, 1)
-        self.d = _check_int("d", self.d, 1)
-        self.horizon = _check_int("horizon", self.horizon, 1)
-        self.seed = _check_int("seed", self.seed, 0)
-        if not np.isfinite(self.noise_sd) or self.noise_sd <= 0:
-            raise ConfigError(f"noise_sd = {self.noise_sd!r} is not allowed; must be a number > 0")
+        keys = validate("linear_sphere", LINEAR_SPHERE_KEYS,
+                        {k.name: _plain(getattr(self, k.name)) for k in LINEAR_SPHERE_KEYS},
+                        kind="instance key")
+        self.K, self.d = keys["K"], keys["d"]
+        self.horizon, self.seed = keys["horizon"], keys["seed"]
         if (self.actions is None) != (self.theta is None):
             raise ConfigError("actions and theta must be given together (or neither)")
         if self.actions is not None:
@@ -115,7 +127,7 @@ class LinearInstance:
 
 
 class LinearEnvironment(FixedActionEnvironment):
-    """A fixed action set with Gaussian rewards r = ⟨θ*, a⟩ + σ η (linear spec §1).
+    """A fixed action set with Gaussian rewards r = ⟨θ*, a⟩ + σ η (docs/linear.md, "Instance").
 
     Batched policies use `actions`, `means`, `noise_sd` and `noise_rng()` (a fresh generator on
     the trial's reward stream, identical for every algorithm); `pull` serves round loops.
@@ -158,17 +170,6 @@ class LinearEnvironment(FixedActionEnvironment):
         return float(reward), float(self.gaps[index])
 
 
-@generator("linear_sphere")
-def build_linear_sphere(params: dict[str, Any]) -> LinearInstance:
-    """Linear instance of linear spec §9 from a shard spec's instance mapping."""
-    allowed = {"K", "d", "horizon", "seed", "noise_sd", "redraw", "actions", "theta"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"unknown instance key(s) {', '.join(unknown)} for linear_sphere; allowed: "
-            f"{', '.join(sorted(allowed))}"
-        )
-    missing = sorted({"K", "d", "horizon", "seed"} - set(params))
-    if missing:
-        raise ConfigError(f"linear_sphere needs instance key(s) {', '.join(missing)}")
-    return LinearInstance(**params)
+LINEAR_SPHERE = InstanceKind("linear_sphere", LINEAR_SPHERE_KEYS,
+                             lambda keys: LinearInstance(**keys),
+                             "K actions and θ* on the unit sphere, Gaussian rewards")

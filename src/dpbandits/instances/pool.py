@@ -1,10 +1,11 @@
-"""Synthetic arm-pool instance of AdaPrivate-TS (ts spec §1.2): K of n unit arms offered per round.
+"""Synthetic arm-pool instance of AdaPrivate-TS: K of n unit arms offered per round.
 
 Per trial the stream `reward_rng(seed, trial)` draws, in this order: θ* ~ N(0, I) rescaled to
 ‖θ*‖ = S, the n × d pool (N(0, I) rows normalised to ‖x‖ = 1), the T × K candidate table
 (K distinct arms uniformly without replacement, in random order) and the T reward uniforms.
 With `per_trial: false` θ* and the pool come from `default_rng(seed)` instead and are shared by
 every trial. Rewards are r_t = 1[u_t < μ(x)], one uniform per round shared by all algorithms.
+The paper's synthetic setup; the choices it leaves open: docs/ts.md, "Synthetic environment".
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from scipy.special import expit
 
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances.registry import generator
+from dpbandits.instances.registry import InstanceKind
 from dpbandits.links import get_link
+from dpbandits.params import Declaration, boolean, choice, integer, number, validate
 from dpbandits.seeding import reward_rng
 
 MEAN_MODELS = ("logistic", "linear")
@@ -35,10 +37,26 @@ def draw_theta_and_pool(
 
 
 def pool_means(theta: np.ndarray, pool: np.ndarray, link: str) -> np.ndarray:
-    """μ(x) = sigmoid(θ*ᵀx) (logistic), or ½(1 + θ̄ᵀx) with θ̄ = θ*/‖θ*‖ (linear check, §1.2)."""
+    """μ(x) = sigmoid(θ*ᵀx) (logistic), or ½(1 + θ̄ᵀx) with θ̄ = θ*/‖θ*‖ (linear).
+
+    The linear form is our reconstruction of the paper's "purely linear environment".
+    """
     if link == "logistic":
         return expit(pool @ theta)
     return 0.5 * (1.0 + pool @ (theta / np.linalg.norm(theta)))
+
+
+LOGISTIC_POOL_KEYS: Declaration = (
+    integer("d", 20, "dimension", ge=1),
+    integer("n_arms", 100, "pool size", ge=1),
+    integer("K", 5, "arms offered per round", ge=1),
+    number("S", 2.0, "‖θ*‖", gt=0),
+    integer("horizon", 10_000, "rounds T", ge=1),
+    integer("seed", 0, "instance seed", ge=0),
+    choice("link", None, "mean model (null: logistic)", MEAN_MODELS, nullable=True),
+    choice("family", None, "another name for link", MEAN_MODELS, nullable=True),
+    boolean("per_trial", True, "every trial draws its own θ* and pool"),
+)
 
 
 @dataclass
@@ -55,21 +73,11 @@ class PoolInstance:
     per_trial: bool = True
 
     def __post_init__(self) -> None:
-        for key, value, low in (("d", self.d, 1), ("n_arms", self.n_arms, 1),
-                                ("K", self.K, 1), ("horizon", self.horizon, 1),
-                                ("seed", self.seed, 0)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
+        validate("logistic_pool", LOGISTIC_POOL_KEYS[:7] + LOGISTIC_POOL_KEYS[8:],
+                 {k: getattr(self, k) for k in ("d", "n_arms", "K", "S", "horizon", "seed",
+                                                "link", "per_trial")}, kind="instance key")
         if self.K > self.n_arms:
             raise ConfigError(f"K = {self.K!r} is not allowed; must be <= n_arms = {self.n_arms}")
-        if not isinstance(self.S, int | float) or not np.isfinite(self.S) or self.S <= 0:
-            raise ConfigError(f"S = {self.S!r} is not allowed; must be a finite number > 0")
-        if self.link not in MEAN_MODELS:
-            raise ConfigError(
-                f"link = {self.link!r} is not allowed; allowed: {', '.join(MEAN_MODELS)}"
-            )
-        if not isinstance(self.per_trial, bool):
-            raise ConfigError(f"per_trial = {self.per_trial!r} is not allowed; must be a boolean")
         self._shared = None
         if not self.per_trial:
             self._shared = draw_theta_and_pool(
@@ -147,24 +155,14 @@ class PoolEnvironment(RoundEnvironment):
         return float(self.uniforms[t] < self.means[t, index]), float(self.regrets[t, index])
 
 
-@generator("logistic_pool")
-def build_logistic_pool(params: dict) -> PoolInstance:
-    """Pool instance of ts spec §1.2 from a shard spec's instance mapping."""
-    allowed = {"family", "d", "n_arms", "K", "S", "horizon", "seed", "link", "per_trial"}
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"unknown instance key(s) {', '.join(unknown)} for logistic_pool; allowed: "
-            f"{', '.join(sorted(allowed))}"
-        )
-    params = dict(params)
-    family = params.pop("family", None)
-    if family is not None:
-        if family not in MEAN_MODELS:
-            raise ConfigError(
-                f"family = {family!r} is not allowed; allowed: {', '.join(MEAN_MODELS)}"
-            )
-        if "link" in params and params["link"] != family:
-            raise ConfigError(f"family = {family!r} and link = {params['link']!r} disagree")
-        params["link"] = family
-    return PoolInstance(**params)
+def _build_pool(keys: dict) -> PoolInstance:
+    """`family` is another name for `link`; both may be given only if they agree."""
+    keys = dict(keys)
+    family, link = keys.pop("family"), keys.pop("link")
+    if family is not None and link is not None and family != link:
+        raise ConfigError(f"family = {family!r} and link = {link!r} disagree")
+    return PoolInstance(**keys, link=family or link or "logistic")
+
+
+LOGISTIC_POOL = InstanceKind("logistic_pool", LOGISTIC_POOL_KEYS, _build_pool,
+                             "a pool of unit arms, K offered per round, θ* of norm S")

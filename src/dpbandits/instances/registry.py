@@ -1,6 +1,7 @@
 """Instance generators by name: a shard spec's `instance` mapping → an instance object.
 
-An instance object has `info` (ProblemInfo), `environment(trial)` (an Environment whose reward
+Each generator is an `InstanceKind`: its declared keys (`dpbandits.params`) and a builder.
+An instance object has `info` (ProblemInfo), `environment(trial)` (an environment whose reward
 noise depends only on the trial, so every algorithm sees the same randomness), and `describe()`
 (scalars recorded with the shard and in summary.csv, e.g. kappa).
 """
@@ -8,41 +9,48 @@ noise depends only on the trial, so every algorithm sees the same randomness), a
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from dpbandits.errors import ConfigError
-
-Builder = Callable[[dict[str, Any]], Any]
-GENERATORS: dict[str, Builder] = {}
+from dpbandits.params import Declaration, validate
+from dpbandits.registry import Registry
 
 
-def generator(name: str) -> Callable[[Builder], Builder]:
-    """Decorator registering an instance builder under `name`."""
+@dataclass(frozen=True)
+class InstanceKind:
+    """An instance generator: its declared keys and the builder taking the checked keys."""
 
-    def wrap(fn: Builder) -> Builder:
-        GENERATORS[name] = fn
-        return fn
+    name: str
+    parameters: Declaration
+    build: Callable[[dict[str, Any]], Any]
+    doc: str = ""
 
-    return wrap
+    def check(self, keys: dict[str, Any]) -> dict[str, Any]:
+        """The keys checked against the declaration, defaults filled in (one error line)."""
+        return validate(self.name, self.parameters, keys, kind="instance key")
 
 
-def load_all() -> None:
-    import importlib
-    import pkgutil
+GENERATORS: Registry[InstanceKind] = Registry("instance generator", {
+    "glm_ball": "dpbandits.instances.glm:GLM_BALL",
+    "linear_sphere": "dpbandits.instances.linear:LINEAR_SPHERE",
+    "logistic_pool": "dpbandits.instances.pool:LOGISTIC_POOL",
+    "movielens_replay": "dpbandits.instances.replay:MOVIELENS_REPLAY",
+    "jester_replay": "dpbandits.instances.replay:JESTER_REPLAY",
+})
 
-    import dpbandits.instances as pkg
 
-    for module in pkgutil.iter_modules(pkg.__path__):
-        if module.name not in ("base", "registry"):
-            importlib.import_module(f"{pkg.__name__}.{module.name}")
+def instance_kind(params: dict[str, Any]) -> InstanceKind:
+    """The generator an instance mapping names (one error line if unknown)."""
+    return GENERATORS.get(params.get("generator"))  # type: ignore[arg-type]
+
+
+def check_instance(params: dict[str, Any]) -> dict[str, Any]:
+    """An instance mapping checked against its generator's declaration (before any job)."""
+    kind = instance_kind(params)
+    return kind.check({k: v for k, v in params.items() if k != "generator"})
 
 
 def build_instance(params: dict[str, Any]) -> Any:
-    """Build the instance a shard spec describes; unknown generators fail with one clear line."""
-    load_all()
-    name = params.get("generator")
-    if name not in GENERATORS:
-        raise ConfigError(
-            f"unknown instance generator {name!r}; allowed: {', '.join(sorted(GENERATORS))}"
-        )
-    return GENERATORS[name]({k: v for k, v in params.items() if k != "generator"})
+    """Build the instance a shard spec describes."""
+    kind = instance_kind(params)
+    return kind.build(kind.check({k: v for k, v in params.items() if k != "generator"}))

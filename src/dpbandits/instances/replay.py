@@ -1,5 +1,6 @@
-"""Replay environments on rating logs (Li et al. 2011; datasets.md "Bandit protocols", ts spec
-§1.3, §3.5, §9.6–9.7): `movielens_replay` and `jester_replay`.
+"""Replay environments on rating logs (Li et al. 2011): `movielens_replay`, `jester_replay`.
+
+The protocol and our choices: docs/realdata.md, "Replay", and docs/ts.md, "Replay protocol".
 
 Each replay step is one logged rating (u, m, r) in time order (Jester, which has no timestamps:
 a per-trial random order). Its candidate set is m plus K−1 other items drawn uniformly (or from
@@ -27,7 +28,18 @@ from dpbandits.contract import ProblemInfo, ReplayEnvironment
 from dpbandits.data import DataError
 from dpbandits.data.svd import read_factors
 from dpbandits.errors import ConfigError
-from dpbandits.instances.registry import generator
+from dpbandits.instances.registry import InstanceKind
+from dpbandits.params import (
+    REQUIRED,
+    Declaration,
+    Param,
+    boolean,
+    choice,
+    integer,
+    number,
+    validate,
+    with_defaults,
+)
 from dpbandits.seeding import reward_rng
 
 log = logging.getLogger(__name__)
@@ -39,38 +51,36 @@ ORDERS = ("time", "shuffle")
 CHUNK = 8192
 WARM_CHUNK = 1 << 18
 
-COMMON_DEFAULTS: dict[str, Any] = {
-    "d": None, "K": 3, "seed": 0, "candidates": "uniform", "feature_map": "product",
-    "normalize": "unit", "ridge": 1.0, "max_steps": None, "S": 1.0, "family": "linear",
-}
-DATASET_DEFAULTS: dict[str, dict[str, Any]] = {
-    "movielens_replay": {"threshold": 4.0, "inclusive": True, "warm_start": 0.1, "order": "time"},
-    "jester_replay": {"threshold": 0.0, "inclusive": False, "warm_start": 0.0,
-                      "order": "shuffle"},
-}
-REQUIRED = ("ratings", "features", "requires", "horizon")
-
-
-def _int(key: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-        raise ConfigError(f"{key} = {value!r} is not allowed; must be an integer >= {low}")
-    return int(value)
-
-
-def _number(key: str, value: Any, low: float, high: float | None = None,
-            low_open: bool = False) -> float:
-    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low) and (high is None or value < high)
-    if not ok:
-        rng = f"{'>' if low_open else '>='} {low}" + (f" and < {high}" if high is not None else "")
-        raise ConfigError(f"{key} = {value!r} is not allowed; must be a number {rng}")
-    return float(value)
-
-
-def _choice(key: str, value: Any, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ConfigError(f"{key} = {value!r} is not allowed; allowed: {', '.join(allowed)}")
-    return str(value)
+REPLAY_KEYS: Declaration = (
+    Param("ratings", REQUIRED, "the rating log (HDF5, written by the data rules)", ("string",)),
+    Param("features", REQUIRED, "the SVD factors (HDF5)", ("string",)),
+    Param("requires", REQUIRED, "files the shard job depends on (ratings and features)",
+          ("strings",)),
+    integer("horizon", REQUIRED, "counted rounds T", ge=1),
+    Param("dataset", None, "dataset name (recorded)", ("string", "null")),
+    integer("d", None, "expected feature dimension (null: from the factors)", ge=1,
+            nullable=True),
+    integer("K", 3, "candidate-set size", ge=2),
+    integer("seed", 0, "seed of the candidate draws (and Jester's order)", ge=0),
+    choice("candidates", "uniform", "other candidates: uniform over items, or items the user "
+           "rated", CANDIDATES),
+    choice("feature_map", "product", "x = P_u ⊙ Q_a (product) or [P_u; Q_a] (concat)",
+           FEATURE_MAPS),
+    choice("normalize", "unit", "features scaled to unit norm, or clipped into the unit ball",
+           NORMALIZATIONS),
+    number("ridge", 1.0, "ridge λ of the warm-start fit", gt=0),
+    integer("max_steps", None, "replay steps available (null: the whole log)", ge=1,
+            nullable=True),
+    number("S", 1.0, "norm bound S passed to the policies", gt=0),
+    Param("family", "linear", "reward family passed to the policies", ("string",)),
+    number("threshold", 4.0, "reward 1[rating ≥ threshold] (inclusive) or 1[rating > threshold]"),
+    boolean("inclusive", True, "the threshold counts as a click"),
+    number("warm_start", 0.1, "share of the earliest events used for the warm start", ge=0,
+           lt=1),
+    choice("order", "time", "replay in time order or shuffled per trial", ORDERS),
+)
+JESTER_KEYS = with_defaults(REPLAY_KEYS, threshold=0.0, inclusive=False, warm_start=0.0,
+                            order="shuffle")
 
 
 def arm_features(user_vec: np.ndarray, item_vecs: np.ndarray, feature_map: str,
@@ -90,35 +100,22 @@ class ReplayInstance:
     """A rating log with SVD factors, ready to replay; one `environment(trial)` per trial."""
 
     def __init__(self, kind: str, params: dict[str, Any]) -> None:
-        allowed = set(COMMON_DEFAULTS) | set(DATASET_DEFAULTS[kind]) | set(REQUIRED) | {"dataset"}
-        unknown = sorted(set(params) - allowed)
-        if unknown:
-            raise ConfigError(f"unknown instance key(s) {', '.join(unknown)} for {kind}; "
-                              f"allowed: {', '.join(sorted(allowed))}")
-        missing = [k for k in REQUIRED if k not in params]
-        if missing:
-            raise ConfigError(f"instance key(s) {', '.join(missing)} missing for {kind}")
-        p = {**COMMON_DEFAULTS, **DATASET_DEFAULTS[kind], **params}
+        keys = JESTER_KEYS if kind == "jester_replay" else REPLAY_KEYS
+        p = validate(kind, keys, params, kind="instance key")
         self.kind = kind
         self.params = p
-        self.horizon = _int("horizon", p["horizon"], 1)
-        self.K = _int("K", p["K"], 2)
-        self.seed = _int("seed", p["seed"], 0)
-        self.candidates = _choice("candidates", p["candidates"], CANDIDATES)
-        self.feature_map = _choice("feature_map", p["feature_map"], FEATURE_MAPS)
-        self.normalize = _choice("normalize", p["normalize"], NORMALIZATIONS)
-        self.order = _choice("order", p["order"], ORDERS)
-        self.threshold = _number("threshold", p["threshold"], -math.inf)
-        if not isinstance(p["inclusive"], bool):
-            raise ConfigError(f"inclusive = {p['inclusive']!r} is not allowed; must be a boolean")
+        self.horizon, self.K, self.seed = p["horizon"], p["K"], p["seed"]
+        self.candidates, self.feature_map = p["candidates"], p["feature_map"]
+        self.normalize, self.order = p["normalize"], p["order"]
+        self.threshold = float(p["threshold"])
         self.inclusive = p["inclusive"]
-        self.warm_start = _number("warm_start", p["warm_start"], 0.0, 1.0)
-        self.ridge = _number("ridge", p["ridge"], 0.0, low_open=True)
-        self.S = _number("S", p["S"], 0.0, low_open=True)
-        self.max_steps = None if p["max_steps"] is None else _int("max_steps", p["max_steps"], 1)
+        self.warm_start = float(p["warm_start"])
+        self.ridge = float(p["ridge"])
+        self.S = float(p["S"])
+        self.max_steps = p["max_steps"]
         self.ratings_path, self.features_path = Path(p["ratings"]), Path(p["features"])
         requires = p["requires"]
-        if not isinstance(requires, list) or not {str(self.ratings_path),
+        if not {str(self.ratings_path),
                                                   str(self.features_path)} <= {
                                                       str(Path(r)) for r in requires}:
             raise ConfigError(f"requires = {requires!r} is not allowed; must list the ratings "
@@ -131,7 +128,7 @@ class ReplayInstance:
         self.Q = factors.item_factors
         k = factors.k
         self.d = k if self.feature_map == "product" else 2 * k
-        if self.params["d"] is not None and _int("d", self.params["d"], 1) != self.d:
+        if self.params["d"] is not None and self.params["d"] != self.d:
             raise ConfigError(f"d = {self.params['d']!r} is not allowed; the {self.feature_map} "
                               f"features of {self.features_path} have d = {self.d}")
         if not self.ratings_path.is_file():
@@ -164,7 +161,7 @@ class ReplayInstance:
         return hit.astype(np.float64)
 
     def _warm_theta(self, f: h5py.File, n_warm: int) -> np.ndarray:
-        """Ridge fit on the earliest events (ts spec §3.5): θ₀ = (λI + XᵀX)⁻¹Xᵀr."""
+        """Ridge fit on the earliest events (docs/realdata.md, "Replay"): θ₀ = (λI + XᵀX)⁻¹Xᵀr."""
         gram = self.ridge * np.eye(self.d)
         moment = np.zeros(self.d)
         for lo in range(0, n_warm, WARM_CHUNK):
@@ -318,13 +315,9 @@ class RatingReplay(ReplayEnvironment):
                 "max_steps")
 
 
-@generator("movielens_replay")
-def build_movielens_replay(params: dict[str, Any]) -> ReplayInstance:
-    """MovieLens replay: time order, reward 1[rating ≥ 4], warm start on the first 10 %."""
-    return ReplayInstance("movielens_replay", params)
-
-
-@generator("jester_replay")
-def build_jester_replay(params: dict[str, Any]) -> ReplayInstance:
-    """Jester replay: random order per trial, reward 1[rating > 0], cold start."""
-    return ReplayInstance("jester_replay", params)
+MOVIELENS_REPLAY = InstanceKind(
+    "movielens_replay", REPLAY_KEYS, lambda keys: ReplayInstance("movielens_replay", keys),
+    "MovieLens replay: time order, reward 1[rating ≥ 4], warm start on the first 10 %")
+JESTER_REPLAY = InstanceKind(
+    "jester_replay", JESTER_KEYS, lambda keys: ReplayInstance("jester_replay", keys),
+    "Jester replay: random order per trial, reward 1[rating > 0], cold start")

@@ -1,52 +1,49 @@
 """Figure and table makers by kind; each experiment lists the kinds it wants under `outputs`.
 
-A maker is registered with the names of the files it writes (relative to the paper folder), so
-the workflow knows every output before running: `@output("kind", files=fn)` where
-`fn(experiment, options) -> list[str]` and the maker is
-`make(experiment, exp_config, summary, curves, paper_dir, **options) -> list[Path]`.
+Each kind is an `OutputKind` (one line in `OUTPUTS`): the maker and the names of the files it
+writes (relative to the paper folder), so the workflow knows every output before running:
+`files(experiment, options) -> list[str]` and the maker is
+`make(experiment, exp_config, summary, curves, paper_dir, **options) -> list[Path]`; an option
+`published: "<family>:<entry>"` reaches the maker as that entry (a PublishedEntry).
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dpbandits.errors import ConfigError
+from dpbandits.paper.published import published_entry
+from dpbandits.registry import Registry
 
 
 @dataclass(frozen=True)
 class OutputKind:
+    """A figure/table maker and the files it writes."""
+
     name: str
     make: Callable[..., Any]
     files: Callable[[str, dict[str, Any]], list[str]]
 
 
-OUTPUTS: dict[str, OutputKind] = {}
-
-
-def output(name: str, files: Callable[[str, dict[str, Any]], list[str]]) -> Callable:
-    """Register a figure/table maker under `name`."""
-
-    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
-        OUTPUTS[name] = OutputKind(name, fn, files)
-        return fn
-
-    return wrap
-
-
-def load_all() -> None:
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+OUTPUTS: Registry[OutputKind] = Registry("output kind", {
+    "regret_curves": "dpbandits.outputs.common:REGRET_CURVES",
+    "final_regret_table": "dpbandits.outputs.common:FINAL_REGRET_TABLE",
+    "regret_vs_epsilon": "dpbandits.outputs.linear:REGRET_VS_EPSILON",
+    "linear_claims": "dpbandits.outputs.linear:LINEAR_CLAIMS",
+    "ctr_table": "dpbandits.outputs.realdata:CTR_TABLE",
+    "ctr_curve": "dpbandits.outputs.realdata:CTR_CURVE",
+    "ts_table1": "dpbandits.outputs.ts:TS_TABLE1",
+    "ts_amplification": "dpbandits.outputs.ts:TS_AMPLIFICATION",
+    "ts_ablation": "dpbandits.outputs.ts:TS_ABLATION",
+    "ts_robustness": "dpbandits.outputs.ts:TS_ROBUSTNESS",
+    "ts_group_privacy": "dpbandits.outputs.ts:TS_GROUP_PRIVACY",
+})
 
 
 def get_output(name: str) -> OutputKind:
-    load_all()
-    if name not in OUTPUTS:
-        raise ConfigError(f"unknown output kind {name!r}; allowed: {', '.join(sorted(OUTPUTS))}")
-    return OUTPUTS[name]
+    """The output kind registered as `name` (one error line listing the kinds otherwise)."""
+    return OUTPUTS.get(name)
 
 
 def output_options(spec: dict[str, Any]) -> dict[str, Any]:
@@ -59,11 +56,15 @@ def output_files(experiment: str, spec: dict[str, Any]) -> list[str]:
 
 
 def make_outputs(experiment: str, exp: dict[str, Any], summary: Any, curves: list[dict[str, Any]],
-                 paper_dir: Any) -> list[Any]:
-    """Run every output entry of an experiment; return the files written."""
+                 paper_dir: Any, published: Mapping[str, dict[str, Any]] | None = None) \
+        -> list[Any]:
+    """Run every output entry of an experiment, its `published: "<family>:<entry>"` looked up in
+    `published` (dpbandits.paper.published.load_published); return the files written."""
     written = []
     for spec in exp.get("outputs", []):
         kind = get_output(spec["kind"])
-        written.extend(kind.make(experiment, exp, summary, curves, paper_dir,
-                                 **output_options(spec)))
+        options = output_options(spec)
+        if options.get("published"):
+            options["published"] = published_entry(published or {}, options["published"])
+        written.extend(kind.make(experiment, exp, summary, curves, paper_dir, **options))
     return written

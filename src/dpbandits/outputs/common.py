@@ -8,14 +8,13 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import yaml
 
-from dpbandits.config import REPO_ROOT
-from dpbandits.outputs import output
+from dpbandits import stats
+from dpbandits.outputs import OutputKind
+from dpbandits.paper.published import PublishedEntry
+from dpbandits.paper.tables import mean_sd, write_table
 from dpbandits.plots import distinct_colors, lighten, save_figure, series_label
-from dpbandits.tables import mean_sd, write_table
-
-Z95 = 1.959963984540054
+from dpbandits.stats import Z95
 
 
 def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:
@@ -28,7 +27,6 @@ def _facet_value(item: dict[str, Any], facet: str | None) -> Any:
     return item["instance"].get(facet, item.get(facet))
 
 
-@output("regret_curves", files=_curve_files)
 def regret_curves(
     experiment: str,
     exp: dict[str, Any],
@@ -91,20 +89,10 @@ def _epsilon_order(epsilon: str) -> float:
     return -1.0 if epsilon == "none" else float(epsilon)
 
 
-def load_published(ref: str | None) -> dict[str, Any] | None:
-    """`"family:key"` → the entry `key` of paper/published/<family>.yaml."""
-    if not ref:
-        return None
-    family, key = ref.split(":", 1)
-    with open(REPO_ROOT / "paper" / "published" / f"{family}.yaml") as handle:
-        return yaml.safe_load(handle)[key]
-
-
 def _table_files(experiment: str, opts: dict[str, Any]) -> list[str]:
     return [f"tables/{experiment}.{ext}" for ext in ("csv", "md", "tex")]
 
 
-@output("final_regret_table", files=_table_files)
 def final_regret_table(
     experiment: str,
     exp: dict[str, Any],
@@ -112,17 +100,18 @@ def final_regret_table(
     curves: list[dict[str, Any]],
     paper_dir: Path,
     facet: str = "S",
-    published: str | None = None,
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
     """Final cumulative regret, mean ± sd over trials with s.e., next to published values."""
-    ref = load_published(published)
+    ref = published.data if published else None
     horizon = int(summary["T"].iloc[0])
     values = (ref or {}).get("values", {}) if (ref or {}).get("horizon") == horizon else {}
     rows = []
     keys = ["algorithm", "accounting", "epsilon", facet]
     for (algorithm, accounting, eps, facet_value), df in summary.groupby(keys, dropna=False):
         regret = df["regret"].to_numpy()
-        sd = float(regret.std(ddof=1)) if len(regret) > 1 else 0.0
+        sd = stats.sample_sd(regret)
+        se = stats.standard_error(regret) if len(regret) > 1 else 0.0
         name = algorithm if np.isnan(eps) else f"{algorithm} ε={eps:g}"
         pub = values.get(name, {}).get(float(facet_value)) if values else None
         rows.append({
@@ -132,15 +121,19 @@ def final_regret_table(
             "kappa": round(float(df["kappa"].iloc[0]), 2) if "kappa" in df else np.nan,
             "n": len(regret),
             "regret (mean ± sd)": mean_sd(regret.mean(), sd),
-            "se": round(sd / np.sqrt(len(regret)), 1),
+            "se": round(se, 1),
             "published": pub,
-            "z": round((regret.mean() - pub) / (sd / np.sqrt(len(regret))), 2)
+            "z": round((regret.mean() - pub) / se, 2)
             if pub is not None and sd > 0 else np.nan,
         })
     table = pd.DataFrame(rows)
     caption = f"{experiment}: cumulative regret at T over {int(summary['seed'].nunique())} trials"
     if values:
-        caption += f"; published values from {ref.get('source', published)}"
+        caption += f"; published values from {published.source}"
     elif ref:
         caption += f"; no published values at T = {horizon} (published: T = {ref['horizon']})"
     return write_table(table, paper_dir / "tables" / experiment, caption)
+
+
+REGRET_CURVES = OutputKind("regret_curves", regret_curves, _curve_files)
+FINAL_REGRET_TABLE = OutputKind("final_regret_table", final_regret_table, _table_files)

@@ -9,12 +9,13 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import yaml
 
-from dpbandits.config import REPO_ROOT
-from dpbandits.outputs import output
+from dpbandits.errors import ConfigError
+from dpbandits.outputs import OutputKind
+from dpbandits.paper.published import PublishedEntry
+from dpbandits.paper.tables import write_csv, write_table
 from dpbandits.plots import algorithm_color, save_figure
-from dpbandits.tables import write_csv, write_table
+from dpbandits.stats import Z95_ONE_SIDED, ratio_of_means, standard_error
 
 ROLES = {
     "PhasedElimination": "nonprivate",
@@ -23,7 +24,6 @@ ROLES = {
     "ShuffleDPElimination": "shuffled",
     "LocalDPElimination": "local",
 }
-Z_ONE_SIDED = 1.6448536269514722
 ROLE_COLORS = {"central": "tab:blue", "shuffled": "tab:green", "local": "tab:red"}
 
 
@@ -52,7 +52,6 @@ def final_regret_stats(summary: pd.DataFrame, baseline: str = "nonprivate") -> p
     ):
         regret = df.groupby("seed")["regret"].mean()
         n = len(regret)
-        sd = float(regret.std(ddof=1)) if n > 1 else 0.0
         ratio, ratio_se = _paired_ratio(regret, base_by_seed)
         rows.append(
             {
@@ -61,7 +60,7 @@ def final_regret_stats(summary: pd.DataFrame, baseline: str = "nonprivate") -> p
                 "epsilon": eps,
                 "n": n,
                 "regret_mean": float(regret.mean()),
-                "regret_se": sd / math.sqrt(n),
+                "regret_se": standard_error(regret) if n > 1 else 0.0,
                 "ratio_to_nonprivate": ratio,
                 "ratio_se": ratio_se,
                 "nonprivate_mean": base_mean,
@@ -75,15 +74,9 @@ def _paired_ratio(regret: pd.Series, base: pd.Series) -> tuple[float, float]:
     seeds = regret.index.intersection(base.index)
     if len(seeds) == 0:
         return math.nan, math.nan
-    a, b = regret.loc[seeds].to_numpy(float), base.loc[seeds].to_numpy(float)
-    r = a.mean() / b.mean()
-    if len(seeds) < 2:
-        return float(r), math.nan
-    resid = a - r * b
-    return float(r), float(resid.std(ddof=1) / math.sqrt(len(seeds)) / b.mean())
+    return ratio_of_means(regret.loc[seeds].to_numpy(float), base.loc[seeds].to_numpy(float))
 
 
-@output("regret_vs_epsilon", files=_vs_eps_files)
 def regret_vs_epsilon(
     experiment: str,
     exp: dict[str, Any],
@@ -160,13 +153,6 @@ def regret_vs_epsilon(
     return [*paths, runs_path]
 
 
-def load_claims(ref: str) -> dict[str, Any]:
-    """`"linear:fig2"` → the entry `fig2` of paper/published/linear.yaml."""
-    family, key = ref.split(":", 1)
-    with open(REPO_ROOT / "paper" / "published" / f"{family}.yaml") as handle:
-        return yaml.safe_load(handle)[key]
-
-
 def _claims_files(experiment: str, opts: dict[str, Any]) -> list[str]:
     return [f"tables/{_stem(experiment, 'claims')}.{ext}" for ext in ("csv", "md", "tex")]
 
@@ -200,9 +186,9 @@ def evaluate_claim(stats: pd.DataFrame, check: dict[str, Any]) -> tuple[str, str
             parts.append(f"{role} {r:.3f} ± {se:.3f}")
             # One-sided 95 % bound: supported when the bound clears the limit, contradicted
             # when the opposite bound is past it, inconclusive in between.
-            if sign * (r + sign * Z_ONE_SIDED * se - limit) <= 0:
+            if sign * (r + sign * Z95_ONE_SIDED * se - limit) <= 0:
                 verdicts.append("supported")
-            elif sign * (r - sign * Z_ONE_SIDED * se - limit) > 0:
+            elif sign * (r - sign * Z95_ONE_SIDED * se - limit) > 0:
                 verdicts.append("not supported")
             else:
                 verdicts.append("inconclusive")
@@ -243,17 +229,19 @@ def _verdict(ok: bool) -> str:
     return "supported" if ok else "not supported"
 
 
-@output("linear_claims", files=_claims_files)
 def linear_claims(
     experiment: str,
     exp: dict[str, Any],
     summary: pd.DataFrame,
     curves: list[dict[str, Any]],
     paper_dir: Path,
-    published: str = "linear:fig2",
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
-    """Each claim of paper/published/linear.yaml, what we measured and whether it holds."""
-    ref = load_claims(published)
+    """Each claim of a published entry (e.g. linear:fig2), what we measured and whether it holds."""
+    if published is None:
+        raise ConfigError(f"output linear_claims of {experiment} lacks `published`; allowed: a "
+                          "published entry with claims, e.g. \"linear:fig2\"")
+    ref = published.data
     horizon = int(summary["T"].iloc[0])
     rows = []
     for claim in ref["claims"]:
@@ -273,7 +261,11 @@ def linear_claims(
                 "verdict": verdict,
             }
         )
-    caption = f"{experiment}: claims of {ref.get('source', published)} against our runs"
+    caption = f"{experiment}: claims of {published.source} against our runs"
     return write_table(
         pd.DataFrame(rows), paper_dir / "tables" / _stem(experiment, "claims"), caption
     )
+
+
+REGRET_VS_EPSILON = OutputKind("regret_vs_epsilon", regret_vs_epsilon, _vs_eps_files)
+LINEAR_CLAIMS = OutputKind("linear_claims", linear_claims, _claims_files)

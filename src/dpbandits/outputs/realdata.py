@@ -9,23 +9,19 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from dpbandits import stats
 from dpbandits.config import format_epsilon
-from dpbandits.outputs import output
-from dpbandits.outputs.common import load_published
+from dpbandits.outputs import OutputKind
+from dpbandits.paper.published import PublishedEntry
+from dpbandits.paper.tables import write_table
 from dpbandits.plots import distinct_colors, save_figure, series_label
-from dpbandits.tables import write_table
-
-Z95 = 1.959963984540054
+from dpbandits.stats import Z95
 
 
 def ci95(values: np.ndarray) -> float:
-    """Half-width t_{0.975,n−1}·sd/√n (ts spec §1.3); 0 for a single trial."""
-    n = len(values)
-    if n < 2:
-        return 0.0
-    return float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n))
+    """Half-width t_{0.975,n−1}·sd/√n of the 95 % t-interval of the mean; 0 for a single trial."""
+    return stats.t_half_width(values) if len(values) > 1 else 0.0
 
 
 def _base(summary: pd.DataFrame) -> pd.Series:
@@ -144,7 +140,6 @@ def _table_files(experiment: str, opts: dict[str, Any]) -> list[str]:
     return [f"{s}.{ext}" for s in stems for ext in ("csv", "md", "tex")]
 
 
-@output("ctr_table", files=_table_files)
 def ctr_table(
     experiment: str,
     exp: dict[str, Any],
@@ -152,7 +147,7 @@ def ctr_table(
     curves: list[dict[str, Any]],
     paper_dir: Path,
     reference: str | None = "LinTS",
-    published: str | None = None,
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
     """CTR (mean ± 95% CI over trials) per algorithm and ε, % of the reference, accept rate;
     with `published`, a second table of the paper's claims next to ours."""
@@ -171,11 +166,11 @@ def ctr_table(
     caption = (f"{experiment}: click-through rate of counted replay rounds, mean ± 95% CI over "
                f"{n_trials} trials (T = {int(summary['T'].iloc[0])})")
     paths = write_table(table, paper_dir / "tables" / f"{experiment}_ctr", caption)
-    ref = load_published(published)
+    ref = published.data if published else None
     if ref is not None:
         best = best_per_base(frame)
         claims = pd.DataFrame([evaluate_claim(c, best, curves) for c in ref["claims"]])
-        caption = f"{experiment}: claims of {ref.get('source', published)} next to ours"
+        caption = f"{experiment}: claims of {published.source} next to ours"
         paths += write_table(claims, paper_dir / "tables" / f"{experiment}_claims", caption)
     return paths
 
@@ -184,7 +179,6 @@ def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:
     return [f"figures/{experiment}_ctr.png", f"figures/{experiment}_ctr.pdf"]
 
 
-@output("ctr_curve", files=_curve_files)
 def ctr_curve(
     experiment: str,
     exp: dict[str, Any],
@@ -221,3 +215,7 @@ def ctr_curve(
     ax.set_title(f"{experiment}: CTR over time, ε = {tag}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_ctr")
+
+
+CTR_TABLE = OutputKind("ctr_table", ctr_table, _table_files)
+CTR_CURVE = OutputKind("ctr_curve", ctr_curve, _curve_files)

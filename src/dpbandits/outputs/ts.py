@@ -15,14 +15,14 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import stats
 
+from dpbandits import stats
 from dpbandits.config import expand_algorithms, instance_grid
 from dpbandits.errors import ConfigError
-from dpbandits.outputs import output
-from dpbandits.outputs.common import load_published
+from dpbandits.outputs import OutputKind
+from dpbandits.paper.published import PublishedEntry
+from dpbandits.paper.tables import write_table
 from dpbandits.plots import distinct_colors, save_figure
-from dpbandits.tables import write_table
 
 REFERENCE = "LinTS"
 
@@ -79,12 +79,9 @@ def trial_metrics(exp: dict[str, Any], summary: pd.DataFrame,
 def mean_ci(values: np.ndarray) -> tuple[float, float, float]:
     """(mean, 95% t half-width, sd) over seeds."""
     values = np.asarray(values, dtype=float)
-    n = len(values)
-    if n == 0:
+    if len(values) == 0:
         return math.nan, math.nan, math.nan
-    sd = float(values.std(ddof=1)) if n > 1 else 0.0
-    half = float(stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)) if n > 1 else math.nan
-    return float(values.mean()), half, sd
+    return float(values.mean()), stats.t_half_width(values), stats.sample_sd(values)
 
 
 def fmt(mean: float, half: float, digits: int = 1) -> str:
@@ -102,7 +99,7 @@ def paired(a: pd.DataFrame, b: pd.DataFrame, column: str = "np") -> tuple[float,
     diff = (joined[f"{column}_a"] - joined[f"{column}_b"]).to_numpy(float)
     if len(diff) < 2 or np.allclose(diff, diff[0]):
         return float(diff.mean()) if len(diff) else math.nan, math.nan, len(diff)
-    p = float(stats.ttest_rel(joined[f"{column}_a"], joined[f"{column}_b"]).pvalue)
+    _, p = stats.paired_t_test(joined[f"{column}_a"], joined[f"{column}_b"])
     return float(diff.mean()), p, len(diff)
 
 
@@ -170,10 +167,8 @@ def grid_cells(exp: dict[str, Any], metrics: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------- Table 1
 
 
-@output("ts_table1",
-        files=lambda e, o: _tables(e, ("table1", "tests", "cells")) + _figures(e, ("np",)))
 def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
-              paper_dir: Path, reference: str = REFERENCE, published: str | None = None,
+              paper_dir: Path, reference: str = REFERENCE, published: PublishedEntry | None = None,
               comparisons: list[dict[str, Any]] | None = None) -> list[Path]:
     """Table 1: NP% (default and tuned cell) per method and ε, with paired TS-vs-UCB tests."""
     metrics = trial_metrics(exp, summary, reference)
@@ -198,7 +193,7 @@ def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curve
                 text += f" / {fmt(tuned['np'], tuned['np_ci'])} [{tuned['setting']}]"
             row[key] = text
         table.append(row)
-    ref = load_published(published)
+    ref = published.data if published else None
     n_seeds = int(metrics["seed"].nunique())
     caption = (f"{experiment}: NP% = 100·R/R(reference {reference}) (mean ± 95% CI over "
                f"{n_seeds} seeds); each cell 'default / best grid cell [winning setting]'; "
@@ -301,12 +296,10 @@ def _p(p: float) -> str:
 # --------------------------------------------------------------------------- amplification
 
 
-@output("ts_amplification",
-        files=lambda e, o: _tables(e, ("amplification",)) + _figures(e, ("amplification",)))
 def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                      paper_dir: Path, base: str = "AdaPrivate-TS",
                      amplified: str = "AdaPrivate-TS-Amp", reference: str = REFERENCE,
-                     published: str | None = None) -> list[Path]:
+                     published: PublishedEntry | None = None) -> list[Path]:
     """NP% of the Amp variant against q per ε, next to the non-amplified base (spec §9.2)."""
     metrics = trial_metrics(exp, summary, reference)
     amp = metrics[metrics["policy"] == metrics.loc[metrics["grid_of"] == amplified,
@@ -341,7 +334,7 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
     ax.set_title(f"{experiment}: amplification (dashed: no subsampling)", fontsize=9)
     ax.legend(fontsize=7)
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_amplification")
-    ref = load_published(published)
+    ref = published.data if published else None
     caption = (f"{experiment}: AdaPrivate-TS-Amp vs q (σ_amp from RDP orders ≤ 64, then ÷q) "
                "against the non-amplified base; paired t-tests over seeds")
     if ref:
@@ -354,11 +347,9 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
 # --------------------------------------------------------------------------- ablation
 
 
-@output("ts_ablation",
-        files=lambda e, o: _tables(e, ("ablation",)) + _figures(e, ("ablation",)))
 def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                 paper_dir: Path, rows: list[str] | None = None, reference: str = REFERENCE,
-                published: str | None = None) -> list[Path]:
+                published: PublishedEntry | None = None) -> list[Path]:
     """Each row adds one component; increments with paired t-tests (spec §9.3)."""
     metrics = trial_metrics(exp, summary, reference)
     labels = rows or [e["label"] for e in expand_algorithms(exp["algorithms"])
@@ -389,7 +380,7 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
     ax.set_xlabel("NP%")
     ax.set_title(f"{experiment}: component ablation", fontsize=9)
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
-    ref = load_published(published)
+    ref = published.data if published else None
     caption = f"{experiment}: each row adds one component (paired t-tests over seeds)"
     if ref:
         caption += f". Published: {ref.get('summary', '')}"
@@ -400,11 +391,9 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
 # --------------------------------------------------------------------------- robustness
 
 
-@output("ts_robustness",
-        files=lambda e, o: _tables(e, ("robustness",)) + _figures(e, ("robustness",)))
 def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                   paper_dir: Path, reference: str = REFERENCE,
-                  published: str | None = None) -> list[Path]:
+                  published: PublishedEntry | None = None) -> list[Path]:
     """NP% (mean ± sd, as the paper reports) over each hyper-parameter grid (spec §9.4)."""
     metrics = trial_metrics(exp, summary, reference)
     entries = [e for e in expand_algorithms(exp["algorithms"]) if e["grid_params"]]
@@ -447,7 +436,7 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
         ax.set_title(group, fontsize=8)
     fig.suptitle(f"{experiment}: robustness (mean NP% over seeds)", fontsize=9)
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_robustness")
-    ref = load_published(published)
+    ref = published.data if published else None
     caption = f"{experiment}: NP% over each grid (mean ± sd over seeds, 95% CI half-width)"
     if ref:
         caption += f". Published: {ref.get('summary', '')}"
@@ -458,13 +447,12 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
 # --------------------------------------------------------------------------- group privacy
 
 
-@output("ts_group_privacy", files=lambda e, o: _tables(e, ("group_privacy",)))
 def ts_group_privacy(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                      paper_dir: Path, method: str = "AdaPrivate-TS", reference: str = REFERENCE,
-                     published: str | None = None) -> list[Path]:
+                     published: PublishedEntry | None = None) -> list[Path]:
     """ρ per event = ρ(ε_user)/k², σ, NP% and NP%_norm per group size k (spec §9.5)."""
     metrics = trial_metrics(exp, summary, reference)
-    ref = load_published(published) or {}
+    ref = published.data if published else {}
     pub_rows = {int(k): v for k, v in (ref.get("rows") or {}).items()}
     rows = []
     for _, df in metrics[metrics["grid_of"] == method].groupby("algorithm", sort=False):
@@ -484,3 +472,16 @@ def ts_group_privacy(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
     caption = (f"{experiment}: group privacy (k events of one user, k²ρ per user): per-event ρ, "
                "NP% and NP%_norm (mean ± 95% CI); published values from the paper's text")
     return write_table(table, paper_dir / "tables" / f"{experiment}_group_privacy", caption)
+
+
+def _files(tables: tuple[str, ...], figures: tuple[str, ...] = ()) -> Any:
+    """The files function of a TS output: its tables and figures for an experiment."""
+    return lambda experiment, options: _tables(experiment, tables) + _figures(experiment, figures)
+
+
+TS_TABLE1 = OutputKind("ts_table1", ts_table1, _files(("table1", "tests", "cells"), ("np",)))
+TS_AMPLIFICATION = OutputKind("ts_amplification", ts_amplification,
+                              _files(("amplification",), ("amplification",)))
+TS_ABLATION = OutputKind("ts_ablation", ts_ablation, _files(("ablation",), ("ablation",)))
+TS_ROBUSTNESS = OutputKind("ts_robustness", ts_robustness, _files(("robustness",), ("robustness",)))
+TS_GROUP_PRIVACY = OutputKind("ts_group_privacy", ts_group_privacy, _files(("group_privacy",)))

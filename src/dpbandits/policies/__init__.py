@@ -1,26 +1,50 @@
-"""Bandit policies; importing a family module registers its policies."""
+"""Bandit policies: one module per family, one line per algorithm in `POLICIES`."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from typing import Any
 
-from dpbandits.policies.base import (
-    REGISTRY,
-    Policy,
-    RunResult,
-    get_policy_class,
-    make_policy,
-    register,
-)
+import numpy as np
 
-__all__ = [
-    "REGISTRY", "Policy", "RunResult", "get_policy_class", "load_all", "make_policy", "register",
-]
+from dpbandits.contract import ProblemInfo
+from dpbandits.policies.base import BatchedPolicy, Policy
+from dpbandits.registry import Registry
+
+__all__ = ["POLICIES", "BatchedPolicy", "Policy", "get_policy_class", "make_policy"]
+
+POLICIES: Registry[type[Policy]] = Registry("algorithm", {
+    "GLM-UCB": "dpbandits.policies.glm_ucb:GLMUCB",
+    "GLOC": "dpbandits.policies.gloc:GLOC",
+    "ECOLog": "dpbandits.policies.ecolog:ECOLog",
+    "RS-GLinUCB": "dpbandits.policies.rs_glinucb:RSGLinUCB",
+    "Private-GLM": "dpbandits.policies.private_glm:PrivateGLM",
+    "Shuffle-GLM": "dpbandits.policies.shuffle_glm:ShuffleGLM",
+    "PhasedElimination": "dpbandits.policies.elimination:PhasedElimination",
+    "LSPhasedElimination": "dpbandits.policies.elimination:LSPhasedElimination",
+    "CentralDPElimination": "dpbandits.policies.elimination:CentralDPElimination",
+    "LocalDPElimination": "dpbandits.policies.elimination:LocalDPElimination",
+    "ShuffleDPElimination": "dpbandits.policies.elimination:ShuffleDPElimination",
+    "LinUCB": "dpbandits.policies.linear_ts:LinUCB",
+    "LinTS": "dpbandits.policies.linear_ts:LinTS",
+    "AdaPrivate-TS": "dpbandits.policies.adaprivate:AdaPrivateTS",
+    "AdaPrivate-TS-Amp": "dpbandits.policies.adaprivate:AdaPrivateTSAmp",
+    "AdaPrivate-TS-Adaptive": "dpbandits.policies.adaprivate:AdaPrivateTSAdaptive",
+    "AdaPrivate-UCB": "dpbandits.policies.adaprivate:AdaPrivateUCB",
+    "JDP-LinUCB": "dpbandits.policies.jdp_linucb:JDPLinUCB",
+    "DGS-LinUCB": "dpbandits.policies.dgs_linucb:DGSLinUCB",
+    "zCDP-Episodic": "dpbandits.policies.episodic_zcdp:ZCDPEpisodic",
+    "RarelySwitching-zCDP": "dpbandits.policies.episodic_zcdp:RarelySwitchingZCDP",
+    "AdaC-OFUL-zCDP": "dpbandits.policies.episodic_zcdp:AdaCOFULZCDP",
+    "Uniform": "dpbandits.policies.uniform:Uniform",
+})
 
 
-def load_all() -> None:
-    """Import every policy module of this package so that all policies are registered."""
-    for module in pkgutil.iter_modules(__path__):
-        if module.name != "base":
-            importlib.import_module(f"{__name__}.{module.name}")
+def get_policy_class(name: str) -> type[Policy]:
+    """The policy class registered as `name` (one error line listing the names otherwise)."""
+    return POLICIES.get(name)
+
+
+def make_policy(name: str, problem: ProblemInfo, rng: np.random.Generator,
+                **kwargs: Any) -> Policy:
+    """Instantiate a registered policy by name."""
+    return get_policy_class(name)(problem, rng, **kwargs)

@@ -1,9 +1,9 @@
-"""AdaPrivate-TS (+Amp, +Adaptive) and AdaPrivate-UCB: batched noisy increments of b (spec §3–§4).
+"""AdaPrivate-TS (+Amp, +Adaptive) and AdaPrivate-UCB: batched noisy increments of b.
 
 A is built from public features every round and never noised; b changes only at batch ends by
 s̃_k = Σ_{batch k} r_t x_t + N(0, σ²I), σ = 1/√(2ρ) (Amp: Poisson-subsampled increment with
 σ_amp, then ÷q). Each reward is in exactly one increment, so the transcript is ρ-zCDP by
-parallel composition (AdaPrivate-TS Thm. 1).
+parallel composition (AdaPrivate-TS privacy proof, Steps 1–5; docs/ts.md, "AdaPrivate-TS").
 """
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg.blas import daxpy as axpy
 
+from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.policies.base import register
+from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
 from dpbandits.policies.linear_core import (
+    ALPHA,
+    CONVERSION,
     LinearPolicy,
     ZCDPMixin,
-    check_number,
     cho_solve,
     cholesky,
     solve_lower_t,
@@ -31,7 +33,6 @@ from dpbandits.privacy.subsampled import (
     PAPER_ORDERS,
     amp_epsilon,
     amp_sigma,
-    check_q,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
 
@@ -43,24 +44,22 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
     """Common mechanism of the AdaPrivate family; subclasses supply the action rule."""
 
     private = True
-    defaults: ClassVar[dict[str, Any]] = {
-        **LinearPolicy.defaults,
-        "B": 300,
-        "mean_gram": "batch_start",
-        "conversion": "classic",
-        "group_size": 1,
-    }
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters,
+        integer("B", 300, "batch length: b is released every B rounds", ge=1),
+        choice("mean_gram", "batch_start", "θ̂ from the Gram matrix at the batch start or the "
+               "current one", MEAN_GRAMS),
+        CONVERSION,
+        integer("group_size", 1, "user-level privacy for users with up to this many events",
+                ge=1),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        check_number("B", self.params["B"], 1, inclusive=True, integer=True)
         self.B = int(self.params["B"])
-        if self.params["mean_gram"] not in MEAN_GRAMS:
-            raise ConfigError(f"mean_gram = {self.params['mean_gram']!r} is not allowed; "
-                              f"allowed: {', '.join(MEAN_GRAMS)}")
-        check_number("group_size", self.params["group_size"], 1, inclusive=True, integer=True)
         self.group_size = int(self.params["group_size"])
-        # Group privacy (spec §9.5): k events of one user cost k²ρ, so each event gets ρ/k².
+        # Group privacy (docs/ts.md, "Group privacy"): k events of one user cost k²ρ, so each
+        # event gets ρ/k².
         self.rho = self.zcdp_setup() / self.group_size**2
         self.sigma = gaussian_sigma(1.0, self.rho)
         self.q: float | None = None
@@ -160,32 +159,32 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
 
 
 class AdaPrivateTSBase(BatchedPrivatePolicy):
-    """TS action rule θ̃_t = θ̂ + ξ_t, ξ_t ~ N(0, v_t²A_t⁻¹) drawn afresh (spec §3.2)."""
+    """TS action rule θ̃_t = θ̂ + ξ_t, ξ_t ~ N(0, v_t²A_t⁻¹) drawn afresh (paper Alg. 1)."""
 
-    defaults: ClassVar[dict[str, Any]] = {
-        **BatchedPrivatePolicy.defaults,
-        "v": 1.0,
-        "q": None,
-        "amp_rescale": True,
-        "orders": "paper",
-        "v0": None,
-        "gamma": 0.95,
-        "lambda0": None,
-    }
+    parameters: ClassVar[Declaration] = (
+        *BatchedPrivatePolicy.parameters,
+        number("v", 1.0, "exploration scale v", gt=0),
+        number("q", None, "Poisson subsampling rate of the Amp variant (null: none)", gt=0,
+               le=1, nullable=True),
+        boolean("amp_rescale", True, "Amp: divide the released increment by q"),
+        choice("orders", "paper", "RDP orders: paper {2..6, 8, 16, 32, 64}, extended (+128, "
+               "256), auto (extended when the paper's cannot reach ε)", ORDER_SETS),
+        Param("v0", None, "adaptive exploration v_k = v₀γ^(k−1): null (off), a number > 0, or "
+              "'tuned' (1 + σ/(d√λ₀))", ("null", "number", "string"), gt=0,
+              choices=("tuned",)),
+        number("gamma", 0.95, "decay γ of the adaptive exploration", gt=0, le=1),
+        number("lambda0", None, "λ₀ of the tuned v₀ (null: 1/d)", gt=0, nullable=True),
+    )
 
     def privacy_setup(self) -> None:
         q = self.params["q"]
         self.orders_extended = False
         if q is None:
             return
-        check_q(q)
         if self.group_size != 1:
             raise ConfigError(f"group_size = {self.group_size} is not allowed with q = {q}; "
                               "must be 1 (group privacy is implemented for zCDP releases)")
         self.q = float(q)
-        if self.params["orders"] not in ORDER_SETS:
-            raise ConfigError(f"orders = {self.params['orders']!r} is not allowed; allowed: "
-                              f"{', '.join(ORDER_SETS)}")
         self.relation = "replace_one" if self.accounting == "strict" else "add_remove"
         orders = EXTENDED_ORDERS if self.params["orders"] == "extended" else PAPER_ORDERS
         try:
@@ -207,23 +206,18 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
                          relation=self.relation, conversion=self.params["conversion"])
 
     def action_setup(self) -> None:
-        check_number("v", self.params["v"], 0.0)
-        check_number("gamma", self.params["gamma"], 0.0, high=1.0)
         lambda0 = self.params["lambda0"]
         if lambda0 is None:
             lambda0 = 1.0 / self.d
-        check_number("lambda0", lambda0, 0.0)
         self.lambda0 = float(lambda0)
         v0 = self.params["v0"]
         if v0 == "tuned":
             v0 = 1.0 + self.sigma_effective / (self.d * math.sqrt(self.lambda0))
-        elif v0 is not None:
-            check_number("v0", v0, 0.0)
         self.v0 = None if v0 is None else float(v0)
         self.gamma = float(self.params["gamma"])
 
     def exploration_scale(self) -> float:
-        """v (base) or v_k = v₀γ^{k−1} with k the 1-based batch index (spec §3.4)."""
+        """v (base) or v_k = v₀γ^{k−1} with k the 1-based batch index."""
         if self.v0 is None:
             return float(self.params["v"])
         return self.v0 * self.gamma ** self.batch
@@ -267,38 +261,37 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         return out
 
 
-@register
 class AdaPrivateTS(AdaPrivateTSBase):
-    """AdaPrivate-TS, base variant: v fixed, no subsampling (spec §3.1–3.2)."""
+    """AdaPrivate-TS, base variant: v fixed, no subsampling (the paper's Algorithm 1)."""
 
     name = "AdaPrivate-TS"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
 
 
-@register
 class AdaPrivateTSAmp(AdaPrivateTSBase):
-    """AdaPrivate-TS-Amp: Poisson subsampling at rate q, σ_amp from RDP (spec §3.3)."""
+    """AdaPrivate-TS-Amp: Poisson subsampling at rate q, σ_amp by RDP (paper Eq. (15))."""
 
     name = "AdaPrivate-TS-Amp"
-    defaults: ClassVar[dict[str, Any]] = {**AdaPrivateTSBase.defaults, "q": 0.3}
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
+    parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, q=0.3)
 
 
-@register
 class AdaPrivateTSAdaptive(AdaPrivateTSBase):
-    """AdaPrivate-TS-Adaptive: v_k = v₀γ^{k−1} (v₀ = 1.5, γ = 0.95; `v0: tuned`, spec §3.4)."""
+    """AdaPrivate-TS-Adaptive: v_k = v₀γ^{k−1} (v₀ = 1.5, γ = 0.95; `v0: tuned`)."""
 
     name = "AdaPrivate-TS-Adaptive"
-    defaults: ClassVar[dict[str, Any]] = {**AdaPrivateTSBase.defaults, "v0": 1.5}
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
+    parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, v0=1.5)
 
 
-@register
 class AdaPrivateUCB(BatchedPrivatePolicy):
-    """AdaPrivate-UCB: same statistics, score xᵀθ̂ + α‖x‖_{A_t⁻¹} (spec §4)."""
+    """AdaPrivate-UCB: same statistics, score xᵀθ̂ + α‖x‖_{A_t⁻¹} (docs/ts.md, "AdaPrivate-UCB")."""
 
     name = "AdaPrivate-UCB"
-    defaults: ClassVar[dict[str, Any]] = {**BatchedPrivatePolicy.defaults, "alpha": 1.0}
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
+    parameters: ClassVar[Declaration] = (*BatchedPrivatePolicy.parameters, ALPHA)
 
     def action_setup(self) -> None:
-        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
         self.alpha = float(self.params["alpha"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:

@@ -6,26 +6,33 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.audit.spec import PolicyAudit
 from dpbandits.contract import FixedActionEnvironment, ProblemInfo, RunResult
 from dpbandits.errors import ConfigError
-from dpbandits.privacy.ledger import PrivacyLedger
-
-ACCOUNTING_MODES = ("strict", "paper")
+from dpbandits.params import Declaration, validate
+from dpbandits.params import defaults as param_defaults
+from dpbandits.privacy.ledger import ACCOUNTING_MODES, PrivacyLedger
 
 
 class Policy:
     """A bandit policy: `begin(env)`, then `select(t, arms)` and `update(t, x, r)` each round,
     then `finish()`; the runner drives it (docs/architecture.md).
 
-    Subclasses declare `defaults` (every allowed hyper-parameter with its default); unknown
-    parameters are rejected by name. Private policies set `private = True`; their ledger is
-    created here and is never None.
+    Subclasses declare `parameters` (every hyper-parameter with its default, allowed values and
+    a one-line doc, `dpbandits.params`); anything else is rejected by name. Private policies
+    set `private = True`; their ledger is created here and is never None.
     """
 
     name: ClassVar[str] = ""
     private: ClassVar[bool] = False
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
-    defaults: ClassVar[dict[str, Any]] = {}
+    parameters: ClassVar[Declaration] = ()
+    audits: ClassVar[tuple[PolicyAudit, ...]] = ()  # a private policy's end-to-end audits
+    defaults: ClassVar[dict[str, Any]] = {}  # derived from `parameters`
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.defaults = param_defaults(cls.parameters)
 
     def __init__(
         self,
@@ -37,26 +44,15 @@ class Policy:
         accounting: str = "strict",
         **params: Any,
     ) -> None:
-        unknown = sorted(set(params) - set(self.defaults))
-        if unknown:
-            allowed = ", ".join(sorted(self.defaults)) or "none"
-            raise ConfigError(
-                f"unknown parameter(s) {', '.join(unknown)} for algorithm {self.name}; "
-                f"allowed: {allowed}"
-            )
+        checked = self.check_params(params, accounting)
         if problem.family not in self.families:
             raise ConfigError(
                 f"algorithm {self.name} does not support family {problem.family!r}; "
                 f"allowed: {', '.join(self.families)}"
             )
-        if accounting not in ACCOUNTING_MODES:
-            raise ConfigError(
-                f"accounting = {accounting!r} is not allowed; "
-                f"allowed: {', '.join(ACCOUNTING_MODES)}"
-            )
         self.problem = problem
         self.rng = rng
-        self.params: dict[str, Any] = {**self.defaults, **params}
+        self.params: dict[str, Any] = checked
         self.epsilon = epsilon
         self.delta = delta
         self.accounting = accounting
@@ -66,8 +62,20 @@ class Policy:
             self.ledger = PrivacyLedger(float(epsilon), float(delta), accounting)  # type: ignore[arg-type]
 
     @classmethod
-    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
-        """Reject parameters the accounting mode does not allow (checked before any job runs)."""
+    def check_params(cls, params: dict[str, Any], accounting: str = "strict") -> dict[str, Any]:
+        """The declared parameters with defaults, checked alone and against the accounting
+        mode: what can be checked before any job runs (config validation calls this)."""
+        if accounting not in ACCOUNTING_MODES:
+            raise ConfigError(f"accounting = {accounting!r} is not allowed; allowed: "
+                              f"{', '.join(ACCOUNTING_MODES)}")
+        checked = validate(cls.name, cls.parameters, params, where=f"algorithm {cls.name}")
+        cls.check_combined(checked, accounting)
+        return checked
+
+    @classmethod
+    def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
+        """Reject combinations of parameters (with each other or the accounting mode) that the
+        declaration alone cannot express."""
 
     def begin(self, env: Any) -> None:
         """Called by the runner before the first round (read what the run needs from env)."""
@@ -124,35 +132,3 @@ def check_privacy_parameters(epsilon: float | None, delta: float | None) -> None
         raise ConfigError(f"epsilon = {epsilon!r} is not allowed; must be a finite number > 0")
     if delta is None or not np.isfinite(delta) or not 0 < delta < 1:
         raise ConfigError(f"delta = {delta!r} is not allowed; must be in the open interval (0, 1)")
-
-
-REGISTRY: dict[str, type[Policy]] = {}
-
-
-def register(cls: type[Policy]) -> type[Policy]:
-    """Class decorator: make a policy available by its `name`."""
-    if not cls.name:
-        raise TypeError(f"{cls.__qualname__} has no name")
-    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
-        raise TypeError(f"policy name {cls.name!r} registered twice")
-    REGISTRY[cls.name] = cls
-    return cls
-
-
-def get_policy_class(name: str) -> type[Policy]:
-    from dpbandits.policies import load_all
-
-    load_all()
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown algorithm {name!r}; allowed: {', '.join(sorted(REGISTRY))}"
-        ) from None
-
-
-def make_policy(
-    name: str, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any
-) -> Policy:
-    """Instantiate a registered policy by name."""
-    return get_policy_class(name)(problem, rng, **kwargs)

@@ -1,4 +1,4 @@
-"""DGS-LinUCB (Wang, Zhao & Wang, RecSys 2022) in the per-step form of ts spec §8.
+"""DGS-LinUCB (Wang, Zhao & Wang, RecSys 2022) in per-step form (docs/ts.md, "DGS-LinUCB").
 
 Every round θ̃_t = A_t⁻¹b_t + N(0, σ_t²I) with dynamic sensitivity Δ_t = 1/λ_min(A_t) and
 σ_t = Δ_t·√(T/(2ρ)) (ρ/T per release, sequential composition over T releases).
@@ -11,12 +11,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import Environment, ProblemInfo
-from dpbandits.policies.base import register
+from dpbandits.params import Declaration
 from dpbandits.policies.linear_core import (
+    ALPHA,
+    CONVERSION,
     LinearPolicy,
     ZCDPMixin,
-    check_number,
     cho_solve,
     cholesky,
     lambda_min,
@@ -24,19 +26,16 @@ from dpbandits.policies.linear_core import (
 )
 
 
-@register
 class DGSLinUCB(ZCDPMixin, LinearPolicy):
-    """Per-step θ̂-perturbation, score xᵀθ̃_t + α‖x‖_{A_t⁻¹} (spec §8)."""
+    """Per-step θ̂-perturbation, score xᵀθ̃_t + α‖x‖_{A_t⁻¹}."""
 
     name = "DGS-LinUCB"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     private = True
-    defaults: ClassVar[dict[str, Any]] = {
-        **LinearPolicy.defaults, "alpha": 1.0, "conversion": "classic",
-    }
+    parameters: ClassVar[Declaration] = (*LinearPolicy.parameters, ALPHA, CONVERSION)
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
         self.alpha = float(self.params["alpha"])
         self.rho = self.zcdp_setup()
         self.scale = math.sqrt(self.horizon / (2.0 * self.rho))
@@ -51,7 +50,7 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
         self.released = None
 
     def sigma_at(self) -> float:
-        """σ_t = √(T/(2ρ))/λ_min(A_t) (spec §8, test 19)."""
+        """σ_t = √(T/(2ρ))/λ_min(A_t)."""
         return self.scale / lambda_min(self.A)
 
     def choose(self, t: int, arms: np.ndarray) -> int:

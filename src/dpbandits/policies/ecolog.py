@@ -1,4 +1,4 @@
-"""ECOLog (Faury et al. 2022) as run by the reference code (glm-bandits spec §3.3)."""
+"""ECOLog (Faury et al. 2022) as the authors' code runs it (docs/glm.md, "ECOLog")."""
 
 from __future__ import annotations
 
@@ -12,13 +12,11 @@ from scipy.special import expit
 
 from dpbandits.contract import ProblemInfo
 from dpbandits.glm import quad_forms, secular_root, sherman_morrison
+from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies._glm_common import (
-    check_bool,
-    check_choice,
-    check_positive,
     confidence_delta,
 )
-from dpbandits.policies.base import Policy, register
+from dpbandits.policies.base import Policy
 
 log = logging.getLogger(__name__)
 
@@ -27,23 +25,23 @@ INSIDE_TOL = 1e-3
 
 
 def ecolog_step_size(diam: float) -> float:
-    """η = 0.75 / (1/4 + 1/(1 + diam/2)) (spec §3.3 OnlineStep)."""
+    """η = 0.75 / (1/4 + 1/(1 + diam/2)), the step of OnlineStep."""
     return 1.0 / (0.25 + 1.0 / (1.0 + diam / 2.0)) * 0.75
 
 
 def ecolog_iterations(diam: float, n: int) -> int:
-    """int((1/0.75)·ceil((9/4 + diam/8)·ln(diam/precision))), precision = 1/n (spec §3.3)."""
+    """int((1/0.75)·ceil((9/4 + diam/8)·ln(diam/precision))), precision = 1/n."""
     return int((1 / 0.75) * math.ceil((9 / 4 + diam / 8) * math.log(diam / (1.0 / n))))
 
 
 def ecolog_gamma(lam0: float, n: int, delta: float) -> float:
-    """γ_n = sqrt(λ₀)/2 + (2/sqrt(λ₀))·ln(2·sqrt(1 + n/(4λ₀))/δ) (spec §3.3 play)."""
+    """γ_n = sqrt(λ₀)/2 + (2/sqrt(λ₀))·ln(2·sqrt(1 + n/(4λ₀))/δ)."""
     root = math.sqrt(lam0)
     return root / 2 + 2 * math.log(2 * math.sqrt(1 + n / (4 * lam0)) / delta) / root
 
 
 def ecolog_radius_sq(lam0: float, S: float, gamma: float, cum: float) -> float:
-    """radius² = 2λ₀S² + (1+S)²γ_n + cum (spec §3.3 play)."""
+    """radius² = 2λ₀S² + (1+S)²γ_n + cum."""
     return 2 * lam0 * S**2 + (1 + S) ** 2 * gamma + cum
 
 
@@ -52,9 +50,8 @@ def logistic_nll(z: float, r: float) -> float:
     return float(np.logaddexp(0.0, z)) - r * z
 
 
-@register
 class ECOLog(Policy):
-    """ECOLog: online projected-gradient estimate in Ṽ-whitened coordinates (spec §3.3).
+    """ECOLog: online projected-gradient estimate in Ṽ-whitened coordinates (docs/glm.md, "ECOLog").
 
     The matrix square roots Ṽ^{±1/2} of OnlineStep come from one symmetric eigendecomposition of
     Ṽ per round, and the ellipsoid projection is solved in that eigenbasis. `ell_projection`:
@@ -67,20 +64,20 @@ class ECOLog(Policy):
 
     name: ClassVar[str] = "ECOLog"
     families: ClassVar[tuple[str, ...]] = ("logistic",)
-    defaults: ClassVar[dict[str, Any]] = {
-        "lam0": 10.0,
-        "nan_compat": False,
-        "ell_projection": "exact",
-    }
+    parameters: ClassVar[Declaration] = (
+        number("lam0", 10.0, "regulariser λ₀", gt=0),
+        boolean("nan_compat", False, "replicate the authors' NaN radius (arm 0) instead of "
+                "clamping radius² at 0"),
+        choice("ell_projection", "exact", "ellipsoid projection: exact or the authors' "
+               "bounded scalar search", ("exact", "bounded")),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
         p = self.params
-        self.lam0 = float(check_positive(self.name, "lam0", p["lam0"]))  # type: ignore[arg-type]
-        self.nan_compat = check_bool(self.name, "nan_compat", p["nan_compat"])
-        self.projection = check_choice(
-            self.name, "ell_projection", p["ell_projection"], ("exact", "bounded")
-        )
+        self.lam0 = float(p["lam0"])
+        self.nan_compat = p["nan_compat"]
+        self.projection = p["ell_projection"]
         d = problem.d
         self.S = problem.S
         self.diam = problem.S
@@ -96,7 +93,7 @@ class ECOLog(Policy):
         self.projections = 0
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        """First argmax of σ(xᵀθ) + radius·‖x‖_{Ṽ⁻¹} (spec §3.3 play)."""
+        """First argmax of σ(xᵀθ) + radius·‖x‖_{Ṽ⁻¹}."""
         gamma = ecolog_gamma(self.lam0, self.n, self.conf_delta)
         rad2 = ecolog_radius_sq(self.lam0, self.S, gamma, self.cum)
         if rad2 < 0.0:
@@ -108,7 +105,7 @@ class ECOLog(Policy):
         return int(np.argmax(ucb))
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """Two online steps, the Ṽ update and the cumulative-loss term (spec §3.3 update)."""
+        """Two online steps, the Ṽ update and the cumulative-loss term."""
         self.n += 1
         eigs, Q = np.linalg.eigh(self.V)
         root = np.sqrt(eigs)
@@ -141,7 +138,7 @@ class ECOLog(Policy):
         iters: int,
         bar: bool,
     ) -> np.ndarray:
-        """Projected gradient descent in whitened coordinates, in Ṽ's eigenbasis (spec §3.3).
+        """Projected gradient descent in whitened coordinates, in Ṽ's eigenbasis.
 
         Iterates z ← ProjEll(z − η(z − z₀ + c(z)·a)). Between projections every iterate lies in
         the span of the last projected point p, z₀ and a, so it is carried as coefficients

@@ -1,7 +1,7 @@
 """Batched elimination on G-optimal core sets: non-private, central, local and shuffled DP.
 
 Hanna, Girgis, Fragouli, Diggavi, "Differentially Private Stochastic Linear Bandits: (Almost)
-for Free" (Algorithms 1–3), as specified in linear spec §2–§8. Within a batch the policy is
+for Free" (Algorithms 1–3, Sections 3–5; docs/linear.md). Within a batch the policy is
 fixed, so a run draws one reward sum (and one noise sum) per (batch, action): exact and fast.
 """
 
@@ -13,10 +13,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.audit.spec import PolicyAudit, elimination_reward_audit
 from dpbandits.contract import FixedActionEnvironment, ProblemInfo
 from dpbandits.design import check_points, compute_design
 from dpbandits.errors import ConfigError
-from dpbandits.policies.base import BatchedPolicy, register
+from dpbandits.params import Declaration, choice, number
+from dpbandits.policies.base import BatchedPolicy
 from dpbandits.privacy.amplification import BOUNDS, amplified_epsilon, local_epsilon
 from dpbandits.privacy.exact_noise import Noise, noise_for
 from dpbandits.privacy.laplace import clip_rewards, laplace_scale, laplace_sum
@@ -27,7 +29,10 @@ PATHS = ("fast", "explicit")
 
 
 def batch_schedule(horizon: int) -> tuple[float, int]:
-    """q = (2T)^{1/ln T} and M = ⌊ln T⌋ − 1 exploration batches, at least one (spec §2)."""
+    """q = (2T)^{1/ln T} and M = ⌊ln T⌋ − 1 exploration batches, at least one.
+
+    Hanna et al., Section 3 and its footnote 1; the floor of ln T is ours (docs/linear.md).
+    """
     if horizon < 1:
         raise ConfigError(f"horizon = {horizon!r} is not allowed; must be an integer >= 1")
     if horizon < 3:
@@ -37,7 +42,10 @@ def batch_schedule(horizon: int) -> tuple[float, int]:
 
 
 def batch_counts(weights: np.ndarray, q_i: float, remaining: int) -> np.ndarray:
-    """n_{i,a} = ⌈π(a) q^i⌉ on the support, truncated in support order to the horizon (§2)."""
+    """n_{i,a} = ⌈π(a) q^i⌉ on the support, truncated in support order to the horizon.
+
+    The counts of Hanna et al., Section 3; the truncation at the horizon is ours.
+    """
     counts = np.where(weights > 0, np.ceil(weights * q_i), 0.0).astype(np.int64)
     total = np.cumsum(counts)
     if total[-1] > remaining:
@@ -46,17 +54,23 @@ def batch_counts(weights: np.ndarray, q_i: float, remaining: int) -> np.ndarray:
 
 
 def sub_gaussian_width(sigma: float, d: int, log_term: float, q_i: float) -> float:
-    """base_i = σ √(4 d L_T / q^i) (spec §3)."""
+    """base_i = σ √(4 d L_T / q^i) (our derivation: docs/linear.md, "Widths")."""
     return sigma * math.sqrt(4.0 * d * log_term / q_i)
 
 
 def laplace_sum_width(scale: float, d: int, log_term: float, q_i: float) -> float:
-    """Bernstein width of per-reward Laplace(b) noise: b(√(16 d L_T/q^i) + 8 d L_T/q^i) (§5)."""
+    """Bernstein width of per-reward Laplace(b) noise: b(√(16 d L_T/q^i) + 8 d L_T/q^i).
+
+    Our derivation (docs/linear.md, "Widths"); the paper's γ_i is not printed in our copy.
+    """
     return scale * (math.sqrt(16.0 * d * log_term / q_i) + 8.0 * d * log_term / q_i)
 
 
 def central_width(scale: float, d: int, core: int, q_i: float, batches: int, horizon: int) -> float:
-    """Width of one Laplace(Δ/ε) per core action: 2 d |C| (Δ/ε)/q^i · ln(2|C| M T) (§4)."""
+    """Width of one Laplace(Δ/ε) per core action: 2 d |C| (Δ/ε)/q^i · ln(2|C| M T).
+
+    Our derivation (docs/linear.md, "Widths"); the paper's γ_i is not printed in our copy.
+    """
     return 2.0 * d * core * scale / q_i * math.log(2.0 * core * batches * horizon)
 
 
@@ -169,7 +183,10 @@ class _Batcher:
     def _explicit(
         self, core: np.ndarray, counts: np.ndarray, scale: float
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Every reward drawn, clipped if asked, privatised per report and shuffled (§8)."""
+        """Every reward drawn, clipped if asked, privatised per report and shuffled.
+
+        The explicit path of docs/linear.md, "Simulation paths".
+        """
         per_action = [
             self.means[a] + self.noise_sd * self.rng_env.standard_normal(n)
             for a, n in zip(core, counts, strict=True)
@@ -205,7 +222,10 @@ def run_elimination(
     rng_env: np.random.Generator,
     rng_priv: np.random.Generator,
 ) -> EliminationTrace:
-    """Skeleton of spec §3 for one mode: rewards from `rng_env`, privacy noise from `rng_priv`."""
+    """Elimination skeleton for one mode: rewards from `rng_env`, privacy noise from `rng_priv`.
+
+    docs/linear.md, "Batch schedule and skeleton" (Hanna et al., Algorithms 1–3).
+    """
     horizon, n_actions = cfg.horizon, actions.shape[0]
     q, batches = batch_schedule(horizon)
     log_term = math.log(4.0 * n_actions * batches * horizon)
@@ -271,7 +291,7 @@ def run_ls_elimination(
     rng_env: np.random.Generator,
     rng_priv: np.random.Generator,
 ) -> EliminationTrace:
-    """Phased elimination with G-optimal exploration (LS Ch. 22, Alg. 12; linear spec §7.2).
+    """Phased elimination with G-optimal exploration (Lattimore & Szepesvári, Ch. 22, Alg. 12).
 
     Phase ℓ: ε_ℓ = 2^{−ℓ}, T_ℓ(a) = ⌈2 g σ² π(a)/ε_ℓ² · ln(K ℓ(ℓ+1)/δ)⌉ with δ = 1/T and g the
     achieved G-value; eliminate a when max_b ⟨θ̂, b − a⟩ > 2ε_ℓ; play the last action left.
@@ -338,7 +358,10 @@ def _exploit_segment(
 def _local_budget(
     cfg: EliminationConfig, n_i: int, q_i: float
 ) -> tuple[float | None, float, float]:
-    """(per-report Laplace scale, per-report ε0, central ε of the batch) for the mode (§4–6)."""
+    """(per-report Laplace scale, per-report ε0, central ε of the batch) for the mode.
+
+    Hanna et al., Algorithms 1–3 (Sections 3–5).
+    """
     if cfg.mode == "nonprivate":
         return None, math.nan, math.nan
     eps = float(cfg.epsilon)  # type: ignore[arg-type]
@@ -353,7 +376,10 @@ def _local_budget(
 
 
 def _amplification_n(cfg: EliminationConfig, n_i: int, q_i: float) -> int:
-    """Number of shuffled reports the amplification bound is evaluated at (spec §6)."""
+    """Number of shuffled reports the amplification bound is evaluated at.
+
+    docs/linear.md, "Amplification bounds": n_i, or min(n_i, ⌊q^i⌋) for the numerical bound.
+    """
     return n_i if cfg.amplification != "numerical" else max(1, min(n_i, math.floor(q_i)))
 
 
@@ -372,7 +398,7 @@ def _width(
     log_term: float,
     local_scale: float | None,
 ) -> float:
-    """γ_i of the mode (spec §4–7)."""
+    """γ_i of the mode (our derivation: docs/linear.md, "Widths")."""
     base = sub_gaussian_width(cfg.sigma, cfg.d, log_term, q_i)
     if cfg.mode == "nonprivate":
         return base
@@ -388,18 +414,18 @@ class EliminationPolicy(BatchedPolicy):
     mode: ClassVar[str] = "nonprivate"
     schedule: ClassVar[str] = "batched"
     families: ClassVar[tuple[str, ...]] = ("linear",)
-    defaults: ClassVar[dict[str, Any]] = {"tol": 0.01, "width_scale": 1.0, "path": "fast"}
+    parameters: ClassVar[Declaration] = (
+        number("tol", 0.01, "G-optimal design tolerance (Frank–Wolfe stops at g ≤ d(1 + tol))",
+               gt=0, le=1),
+        number("width_scale", 1.0, "multiplier of the elimination widths γ_i", gt=0),
+        choice("path", "fast", "fast: exact per-batch sums; explicit: every reward drawn",
+               PATHS),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
         if not isinstance(problem.horizon, int | np.integer) or problem.horizon < 1:
             raise ConfigError(f"horizon = {problem.horizon!r} is not allowed; must be >= 1")
-        p = self.params
-        if p["path"] not in PATHS:
-            raise ConfigError(f"path = {p['path']!r} is not allowed; allowed: {', '.join(PATHS)}")
-        _positive("width_scale", p["width_scale"])
-        if not 0 < p["tol"] <= 1:
-            raise ConfigError(f"tol = {p['tol']!r} is not allowed; must be in (0, 1]")
         self.config = self._config()
         self._events: dict[str, np.ndarray] = {}
         self._diagnostics: dict[str, float] = {}
@@ -471,44 +497,44 @@ class EliminationPolicy(BatchedPolicy):
         return dict(self._diagnostics)
 
 
-def _positive(name: str, value: Any) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
-        raise ConfigError(f"{name} = {value!r} is not allowed; must be a finite number > 0")
-    return float(value)
-
-
 class PrivateElimination(EliminationPolicy):
     """Private variants: Laplace noise with sensitivity Δ; `strict` clips rewards to [−B, B]."""
 
     private: ClassVar[bool] = True
-    defaults: ClassVar[dict[str, Any]] = {
-        **EliminationPolicy.defaults,
-        "sensitivity": None,
-        "clip": None,
-    }
+    parameters: ClassVar[Declaration] = (
+        *EliminationPolicy.parameters,
+        number("sensitivity", None, "Laplace sensitivity Δ (null: 2·clip, or 1 unclipped)",
+               gt=0, nullable=True),
+        number("clip", None, "rewards clipped to [−clip, clip] (null: 1 in strict mode, "
+               "none in paper mode)", gt=0, nullable=True),
+    )
 
-    def _config(self) -> EliminationConfig:
-        cfg = super()._config()
-        p = self.params
-        clip = p["clip"]
-        if clip is None and self.accounting == "strict":
-            clip = 1.0
-        if clip is not None:
-            clip = _positive("clip", clip)
-        sensitivity = p["sensitivity"]
-        if sensitivity is None:
-            sensitivity = 2.0 * clip if clip is not None else 1.0
-        sensitivity = _positive("sensitivity", sensitivity)
-        if self.accounting == "strict" and sensitivity < 2.0 * clip:  # type: ignore[operator]
+    @classmethod
+    def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
+        """Strict accounting: the sensitivity must bound a changed clipped reward (2·clip)."""
+        clip, sensitivity = cls._clip_and_sensitivity(params, accounting)
+        if accounting == "strict" and sensitivity < 2.0 * clip:  # type: ignore[operator]
             raise ConfigError(
                 f"sensitivity = {sensitivity} is not allowed in strict accounting; must be >= "
                 f"2 * clip = {2.0 * clip}"  # type: ignore[operator]
             )
+
+    @staticmethod
+    def _clip_and_sensitivity(params: dict[str, Any], accounting: str
+                              ) -> tuple[float | None, float]:
+        """(clip, Δ) after the defaults: clip 1 in strict mode, Δ = 2·clip (1 unclipped)."""
+        clip = params["clip"]
+        if clip is None and accounting == "strict":
+            clip = 1.0
+        clip = None if clip is None else float(clip)
+        sensitivity = params["sensitivity"]
+        if sensitivity is None:
+            sensitivity = 2.0 * clip if clip is not None else 1.0
+        return clip, float(sensitivity)
+
+    def _config(self) -> EliminationConfig:
+        cfg = super()._config()
+        clip, sensitivity = self._clip_and_sensitivity(self.params, self.accounting)
         cfg.epsilon, cfg.delta = float(self.epsilon), float(self.delta)  # type: ignore[arg-type]
         cfg.sensitivity, cfg.clip = sensitivity, clip
         cfg.noise = noise_for(self.accounting, self.rng)
@@ -540,20 +566,22 @@ class PrivateElimination(EliminationPolicy):
                 f"{2.0 * cfg.clip:g}")
 
 
-@register
 class PhasedElimination(EliminationPolicy):
-    """Non-private batched elimination on G-optimal core sets, γ_i = base_i (spec §7.1)."""
+    """Non-private batched elimination on G-optimal core sets, γ_i = base_i.
+
+    docs/linear.md, "Non-private baselines": the curve the private algorithms approach as ε grows.
+    """
 
     name: ClassVar[str] = "PhasedElimination"
     mode: ClassVar[str] = "nonprivate"
 
 
-@register
 class CentralDPElimination(PrivateElimination):
-    """Algorithm 1: one Laplace(Δ/ε) per core action per batch, ε-DP (spec §4)."""
+    """Algorithm 1: one Laplace(Δ/ε) per core action per batch, ε-DP (Hanna et al., Section 3)."""
 
     name: ClassVar[str] = "CentralDPElimination"
     mode: ClassVar[str] = "central"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (elimination_reward_audit(name),)
 
     def _account(self, trace: EliminationTrace) -> None:
         """Each reward of batch i enters one Laplace-noised core sum: ε = Δ/b per batch."""
@@ -566,12 +594,12 @@ class CentralDPElimination(PrivateElimination):
                         f"batch {i}", f"{core} core sums of {n_i} rewards")
 
 
-@register
 class LocalDPElimination(PrivateElimination):
-    """Algorithm 2: every client adds Laplace(Δ/ε0) to its reward, ε0-LDP (spec §5)."""
+    """Algorithm 2: every client adds Laplace(Δ/ε0) to its reward, ε0-LDP (Hanna et al., Sec. 4)."""
 
     name: ClassVar[str] = "LocalDPElimination"
     mode: ClassVar[str] = "local"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (elimination_reward_audit(name),)
 
     def _account(self, trace: EliminationTrace) -> None:
         """Every client of batch i sends one Laplace(b) report: ε0 = Δ/b per client."""
@@ -582,21 +610,23 @@ class LocalDPElimination(PrivateElimination):
                         f"batch {i}", f"{n_i} clients, one report each")
 
 
-@register
 class ShuffleDPElimination(PrivateElimination):
-    """Algorithm 3: per-batch ε0 = f^{-1}_{n_i,δ}(ε), shuffled reports, (ε, δ)-DP (spec §6)."""
+    """Algorithm 3: per-batch ε0 = f^{-1}_{n_i,δ}(ε), shuffled reports, (ε, δ)-DP.
+
+    Hanna et al., Section 5 (Theorem 3).
+    """
 
     name: ClassVar[str] = "ShuffleDPElimination"
     mode: ClassVar[str] = "shuffled"
-    defaults: ClassVar[dict[str, Any]] = {**PrivateElimination.defaults, "amplification": "fmt_thm"}
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (elimination_reward_audit(name),)
+    parameters: ClassVar[Declaration] = (
+        *PrivateElimination.parameters,
+        choice("amplification", "fmt_thm", "amplification-by-shuffling bound of the batches",
+               BOUNDS),
+    )
 
     def _config(self) -> EliminationConfig:
         cfg = super()._config()
-        if self.params["amplification"] not in BOUNDS:
-            raise ConfigError(
-                f"amplification = {self.params['amplification']!r} is not allowed; allowed: "
-                f"{', '.join(BOUNDS)}"
-            )
         cfg.amplification = self.params["amplification"]
         return cfg
 
@@ -613,9 +643,8 @@ class ShuffleDPElimination(PrivateElimination):
                         f"{n_i} reports at epsilon0 = {eps0:.6g} ({cfg.amplification})")
 
 
-@register
 class LSPhasedElimination(EliminationPolicy):
-    """Non-private phased elimination with G-optimal exploration (LS Ch. 22; spec §7.2)."""
+    """Non-private phased elimination with G-optimal exploration (Lattimore–Szepesvári, Ch. 22)."""
 
     name: ClassVar[str] = "LSPhasedElimination"
     mode: ClassVar[str] = "nonprivate"

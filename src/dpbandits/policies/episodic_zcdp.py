@@ -1,8 +1,9 @@
-"""Episode-based zCDP baselines after Azize & Basu (SaTML 2024), as in ts spec §7.
+"""Episode-based zCDP baselines after Azize & Basu (SaTML 2024); the episode rules are ours.
 
 zCDP-Episodic releases a noisy θ̂ of the last episode only (forgetting); RarelySwitching-zCDP and
 AdaC-OFUL-zCDP release noisy increments of b at log-det switches and freeze the policy between
 switches. Every reward enters one release, so the total is ρ by parallel composition.
+Rules and ledgers: docs/ts.md, "zCDP-Episodic", "RarelySwitching-zCDP and AdaC-OFUL-zCDP".
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import blas
 
+from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
-from dpbandits.policies.base import register
+from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
+    ALPHA,
+    CONVERSION,
     LinearPolicy,
     ZCDPMixin,
-    check_number,
     cho_solve,
     cholesky,
     lambda_min,
@@ -33,7 +36,6 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
         self.alpha = float(self.params["alpha"])
         self.rho = self.zcdp_setup()
         self.ready = True
@@ -60,21 +62,22 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
         return {"rho": self.rho, "n_switches": float(len(self.switches))}
 
 
-@register
 class ZCDPEpisodic(_EpisodeBase):
-    """θ̂-perturbation with forgetting; new episode when ln det A_t − ln det A_τ > ln c (§7.1).
+    """θ̂-perturbation with forgetting; new episode when ln det A_t − ln det A_τ > ln c.
 
     At a switch θ̃ = (A^(ℓ))⁻¹b^(ℓ) + N(0, σ_θ²I) from the ended episode's data only, with
     Δ_θ = 1/λ_min(A^(ℓ)) and σ_θ = Δ_θ/√(2ρ); act with xᵀθ̃ + α‖x‖_{A_t⁻¹}.
     """
 
     name = "zCDP-Episodic"
-    defaults: ClassVar[dict[str, Any]] = {
-        **LinearPolicy.defaults, "alpha": 1.0, "c_trigger": 2.0, "conversion": "classic",
-    }
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters, ALPHA,
+        number("c_trigger", 2.0, "new episode when ln det A_t − ln det A_τ > ln c", ge=1),
+        CONVERSION,
+    )
 
     def episode_setup(self) -> None:
-        check_number("c_trigger", self.params["c_trigger"], 1.0, inclusive=True)
         self.log_c = math.log(float(self.params["c_trigger"]))
         self.theta_tilde = self.theta0.copy()
         self.A_ep = np.asfortranarray(self.lam * np.eye(self.d))
@@ -130,14 +133,15 @@ class ZCDPEpisodic(_EpisodeBase):
 
 
 class _SwitchingIncrement(_EpisodeBase):
-    """Noisy b increments at switches ln det A_t − ln det A_τ > ln(1 + C); frozen policy (§7.2)."""
+    """Noisy b increments at switches ln det A_t − ln det A_τ > ln(1 + C); frozen policy."""
 
-    defaults: ClassVar[dict[str, Any]] = {
-        **LinearPolicy.defaults, "alpha": 1.0, "C": 1.0, "conversion": "classic",
-    }
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters, ALPHA,
+        number("C", 1.0, "switch when ln det A_t − ln det A_τ > ln(1 + C)", gt=0),
+        CONVERSION,
+    )
 
     def episode_setup(self) -> None:
-        check_number("C", self.params["C"], 0.0)
         self.log_c = math.log1p(float(self.params["C"]))
         self.sigma = self.calibrate_release(gaussian_sigma(1.0, self.rho), 1.0)
         self.s = np.zeros(self.d)
@@ -188,28 +192,28 @@ class _SwitchingIncrement(_EpisodeBase):
         return out
 
 
-@register
 class RarelySwitchingZCDP(_SwitchingIncrement):
-    """RarelySwitching-zCDP: frozen score xᵀθ̃ + α‖x‖_{A_τ⁻¹} (spec §7.2)."""
+    """RarelySwitching-zCDP: frozen score xᵀθ̃ + α‖x‖_{A_τ⁻¹}."""
 
     name = "RarelySwitching-zCDP"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
 
 
-@register
 class AdaCOFULZCDP(_SwitchingIncrement):
-    """AdaC-OFUL-zCDP: width α(β_OFUL + β_priv) at the last switch (spec §7.2)."""
+    """AdaC-OFUL-zCDP: width α(β_OFUL + β_priv) at the last switch."""
 
     name = "AdaC-OFUL-zCDP"
-    defaults: ClassVar[dict[str, Any]] = {
-        **_SwitchingIncrement.defaults, "R_sigma": 0.5, "delta_r": 0.05, "S_bound": 1.0,
-    }
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
+    parameters: ClassVar[Declaration] = (
+        *_SwitchingIncrement.parameters,
+        number("R_sigma", 0.5, "sub-Gaussian scale R of the rewards in β_OFUL", ge=0),
+        number("delta_r", 0.05, "failure probability δ_r of the confidence widths", gt=0, le=1),
+        number("S_bound", 1.0, "bound S on ‖θ*‖ in β_OFUL", ge=0),
+    )
 
     def confidence(self, n_tau: int) -> float:
         """β_OFUL = R√(2 ln(1/δ_r) + d ln(1 + n/(dλ))) + √λ S; β_priv = σ√ℓ(√d + √(2 ln(1/δ_r)))
         /√λ_min(A_τ)."""
-        check_number("R_sigma", self.params["R_sigma"], 0.0, inclusive=True)
-        check_number("delta_r", self.params["delta_r"], 0.0, high=1.0)
-        check_number("S_bound", self.params["S_bound"], 0.0, inclusive=True)
         log_term = 2.0 * math.log(1.0 / float(self.params["delta_r"]))
         beta_oful = (float(self.params["R_sigma"])
                      * math.sqrt(log_term + self.d * math.log1p(n_tau / (self.d * self.lam)))

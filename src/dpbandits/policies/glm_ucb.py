@@ -1,4 +1,4 @@
-"""GLM-UCB (Filippi et al. 2010) as run by the reference code (glm-bandits spec §3.1)."""
+"""GLM-UCB (Filippi et al. 2010) as the authors' code runs it (docs/glm.md, "GLM-UCB")."""
 
 from __future__ import annotations
 
@@ -19,33 +19,31 @@ from dpbandits.glm import (
     sherman_morrison,
 )
 from dpbandits.links import get_link
+from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies._glm_common import (
-    check_bool,
-    check_choice,
-    check_positive,
+    NEWTON_CAP,
     confidence_delta,
 )
-from dpbandits.policies.base import Policy, register
+from dpbandits.policies.base import Policy
 
 
 def glm_ucb_c(lam0: float) -> float:
-    """c = sqrt(3 + 2 ln(1 + 2/λ₀)) (spec §3.1)."""
+    """c = sqrt(3 + 2 ln(1 + 2/λ₀)) (docs/glm.md, "GLM-UCB")."""
     return math.sqrt(3.0 + 2.0 * math.log(1.0 + 2.0 / lam0))
 
 
 def glm_ucb_rho(
     sup_dot: float, lam0: float, R: float, kappa: float, d: int, horizon: int, delta: float
 ) -> float:
-    """ρ = 2·L_μ·c·R·κ·sqrt(2d ln(2dT/δ)) (spec §3.1)."""
+    """ρ = 2·L_μ·c·R·κ·sqrt(2d ln(2dT/δ)) (docs/glm.md, "GLM-UCB")."""
     return (
         2.0 * sup_dot * glm_ucb_c(lam0) * R * kappa
         * math.sqrt(2.0 * d * math.log(2.0 * d * horizon / delta))
     )
 
 
-@register
 class GLMUCB(Policy):
-    """GLM-UCB: UCB on μ(xᵀθ̃) with bonus ρ·s_t·‖x‖_{V⁻¹}, MLE refitted every round (spec §3.1).
+    """GLM-UCB: UCB on μ(xᵀθ̃) with bonus ρ·s_t·‖x‖_{V⁻¹}, MLE refitted every round.
 
     Hyper-parameters: `solver` — "newton" (default: damped Newton warm-started at the previous
     θ̂, capped at ‖θ‖ ≤ `newton_cap`·S) or "compat" (the authors' L-BFGS-B with the
@@ -62,22 +60,24 @@ class GLMUCB(Policy):
 
     name: ClassVar[str] = "GLM-UCB"
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
-    defaults: ClassVar[dict[str, Any]] = {
-        "solver": "newton",
-        "sqrt_log_t_for_all": False,
-        "do_projection": False,
-        "lam0": None,
-        "newton_cap": 10.0,
-    }
+    parameters: ClassVar[Declaration] = (
+        choice("solver", "newton", "MLE solver: damped Newton or the authors' L-BFGS-B "
+               "(compat)", SOLVERS),
+        boolean("sqrt_log_t_for_all", False, "bonus factor √ln t for every family (the "
+                "authors' code: probit only)"),
+        boolean("do_projection", False, "the authors' projection step (SLSQP)"),
+        number("lam0", None, "regulariser λ₀ (null: d)", gt=0, nullable=True),
+        NEWTON_CAP,
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
         p = self.params
-        self.solver = check_choice(self.name, "solver", p["solver"], SOLVERS)
-        self.sqrt_log_all = check_bool(self.name, "sqrt_log_t_for_all", p["sqrt_log_t_for_all"])
-        self.do_projection = check_bool(self.name, "do_projection", p["do_projection"])
-        lam0 = check_positive(self.name, "lam0", p["lam0"], allow_none=True)
-        cap_factor = check_positive(self.name, "newton_cap", p["newton_cap"])
+        self.solver = p["solver"]
+        self.sqrt_log_all = p["sqrt_log_t_for_all"]
+        self.do_projection = p["do_projection"]
+        lam0 = None if p["lam0"] is None else float(p["lam0"])
+        cap_factor = float(p["newton_cap"])
         self.link = get_link(problem.family)
         if self.solver == "compat" and not self.link.binary:
             raise ConfigError(
@@ -105,7 +105,7 @@ class GLMUCB(Policy):
         self.projections = 0
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        """First argmax of μ(xᵀθ̃) + ρ·s_t·‖x‖_{V⁻¹} (spec §3.1 play)."""
+        """First argmax of μ(xᵀθ̃) + ρ·s_t·‖x‖_{V⁻¹}."""
         scale = self.rho * (math.sqrt(math.log(self.t)) if self.log_bonus else 1.0)
         ucb = self.link.mean(arms @ self.theta_tilde) + scale * np.sqrt(
             quad_forms(arms, self.V_inv)
@@ -113,7 +113,7 @@ class GLMUCB(Policy):
         return int(np.argmax(ucb))
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started (spec §3.1 update)."""
+        """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started."""
         self.data.add(x, r)
         self.V += np.outer(x, x)
         sherman_morrison(self.V_inv, x)
@@ -134,7 +134,7 @@ class GLMUCB(Policy):
             self.theta_tilde = self.theta_hat
 
     def _project(self) -> np.ndarray:
-        """θ̃ = argmin_{‖θ‖≤S} ‖g(θ) − g(θ̂)‖_{V⁻¹}, g(θ) = Σ μ(xᵀθ)x + (λ₀/κ)θ (spec §3.1)."""
+        """θ̃ = argmin_{‖θ‖≤S} ‖g(θ) − g(θ̂)‖_{V⁻¹}, g(θ) = Σ μ(xᵀθ)x + (λ₀/κ)θ."""
         n = self.data.n
         X = self.data.X[:n]
         ridge = self.lam0 / self.problem.kappa

@@ -1,4 +1,4 @@
-"""GLOC (Jun et al. 2017) as run by the reference code (glm-bandits spec §3.2)."""
+"""GLOC (Jun et al. 2017) as the authors' code runs it (docs/glm.md, "GLOC")."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ import numpy as np
 from dpbandits.contract import ProblemInfo
 from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
 from dpbandits.links import get_link
-from dpbandits.policies._glm_common import check_bool, check_positive, confidence_delta
-from dpbandits.policies.base import Policy, register
+from dpbandits.params import Declaration, boolean, number
+from dpbandits.policies._glm_common import confidence_delta
+from dpbandits.policies.base import Policy
 
 
 def gloc_b0(c_mu: float, S: float, lam0: float) -> float:
-    """B₀ = 2·c_μ·S²·λ₀ (spec §3.2; = 2S²d/κ with c_μ = 1/κ, λ₀ = d)."""
+    """B₀ = 2·c_μ·S²·λ₀ (= 2S²d/κ with c_μ = 1/κ, λ₀ = d; docs/glm.md, "GLOC")."""
     return 2.0 * c_mu * S * S * lam0
 
 
 def gloc_radius_sq(B: float, c_mu: float, scale: float, delta: float, paper: bool) -> float:
-    """Squared confidence radius (Jun et al. 2017, Thm. 1; spec §3.2).
+    """Squared confidence radius (Jun et al. 2017, Thm. 1; docs/glm.md, "GLOC").
 
     Reference form (`paper=False`, scale = L_μ): 1 + (4/c)B + 8(L²/c)²·ln((2/δ)·sqrt(1 + 2B/c
     + 4(L²/c)⁴/δ²)). Paper form (`paper=True`, scale = R, the noise scale σ of the theorem):
@@ -36,9 +37,8 @@ def gloc_radius_sq(B: float, c_mu: float, scale: float, delta: float, paper: boo
     return 1.0 + (4.0 / c_mu) * B + 8.0 * a * math.log(inner)
 
 
-@register
 class GLOC(Policy):
-    """GLOC: online-Newton-step iterate θ with a data-dependent radius (spec §3.2).
+    """GLOC: online-Newton-step iterate θ with a data-dependent radius.
 
     Default = the reference code: UCB μ(xᵀθ) + radius·‖x‖_{V⁻¹} on the ONS iterate θ, which is
     normalised onto the sphere ‖θ‖ = S after every update. `paper_faithful` = Jun et al.: UCB
@@ -49,12 +49,16 @@ class GLOC(Policy):
 
     name: ClassVar[str] = "GLOC"
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
-    defaults: ClassVar[dict[str, Any]] = {"paper_faithful": False, "lam0": None}
+    parameters: ClassVar[Declaration] = (
+        boolean("paper_faithful", False, "the paper's GLOC (θ̂ centre, V-norm projection) "
+                "instead of the authors' code"),
+        number("lam0", None, "regulariser λ₀ (null: d)", gt=0, nullable=True),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        self.paper = check_bool(self.name, "paper_faithful", self.params["paper_faithful"])
-        lam0 = check_positive(self.name, "lam0", self.params["lam0"], allow_none=True)
+        self.paper = self.params["paper_faithful"]
+        lam0 = None if self.params["lam0"] is None else float(self.params["lam0"])
         d = problem.d
         self.link = get_link(problem.family)
         self.lam0 = float(d) if lam0 is None else lam0
@@ -73,14 +77,14 @@ class GLOC(Policy):
         return math.sqrt(gloc_radius_sq(self.B, self.c_mu, self.scale, self.conf_delta, self.paper))
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        """First argmax of the optimistic index (spec §3.2 play)."""
+        """First argmax of the optimistic index."""
         bonus = self.radius() * np.sqrt(quad_forms(arms, self.V_inv))
         if self.paper:
             return int(np.argmax(arms @ self.theta_hat + bonus))
         return int(np.argmax(self.link.mean(arms @ self.theta) + bonus))
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """V⁻¹, V, B, z, θ̂ and the ONS step, in the reference order (spec §3.2 update)."""
+        """V⁻¹, V, B, z, θ̂ and the ONS step, in the reference code's order."""
         sherman_morrison(self.V_inv, x)
         self.V += np.outer(x, x)
         xtheta = float(x @ self.theta)

@@ -1,4 +1,4 @@
-"""JDP-LinUCB (Shariff & Sheffet 2018), Gaussian tree variant, as in ts spec §6.
+"""JDP-LinUCB (Shariff & Sheffet 2018), Gaussian tree variant (docs/ts.md, "JDP-LinUCB").
 
 The prefix sums of z zᵀ, z = [x; r], are released by binary-tree aggregation with symmetric node
 noise (off-diagonal variance σ_n², σ_n² = 16 m L̃⁴ ln(4/δ)²/ε², L̃ = √2) and shifted by 2Υ·I,
@@ -14,11 +14,12 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.linalg import lapack
 
+from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, ProblemInfo
-from dpbandits.policies.base import register
+from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
+    ALPHA,
     LinearPolicy,
-    check_number,
     cho_solve,
     widths,
 )
@@ -29,30 +30,33 @@ EIGEN_FLOOR = 1e-6
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
-    """σ_n = √(16 m L̃⁴ ln(4/δ)²/ε²) with m = ⌈log₂T⌉ + 1 (spec §6 "Node noise")."""
+    """σ_n = √(16 m L̃⁴ ln(4/δ)²/ε²) with m = ⌈log₂T⌉ + 1 (Shariff & Sheffet, Sec. 4.2)."""
     m = tree_height(horizon)
     return math.sqrt(16.0 * m * L_TILDE**4 * math.log(4.0 / delta) ** 2 / epsilon**2)
 
 
 def jdp_shift(sigma_n: float, d: int, horizon: int, alpha_f: float) -> float:
-    """Υ = σ_n√(2m)(4√d + 2 ln(2T/α_f)) (spec §6 "Shift"); the regulariser adds 2Υ·I."""
+    """Υ = σ_n√(2m)(4√d + 2 ln(2T/α_f)) (Shariff & Sheffet, Sec. 4.2); the regulariser adds 2Υ·I."""
     m = tree_height(horizon)
     return sigma_n * math.sqrt(2.0 * m) * (4.0 * math.sqrt(d) + 2.0 * math.log(2.0 * horizon
                                                                             / alpha_f))
 
 
-@register
 class JDPLinUCB(LinearPolicy):
-    """UCB on the tree-released, shifted Gram matrix: xᵀθ̂_t + α‖x‖_{V_t⁻¹} (paper mode, §6)."""
+    """UCB on the tree-released, shifted Gram matrix: xᵀθ̂_t + α‖x‖_{V_t⁻¹} (paper mode)."""
 
     name = "JDP-LinUCB"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (PolicyAudit(
+        name="JDP-LinUCB@context", policy=name, instance=SMALL_POOL, pair="context",
+        arm_norms=UNIT_NORMS, rewards=(1.0, 0.0), default_runs=400),)
     private = True
-    defaults: ClassVar[dict[str, Any]] = {**LinearPolicy.defaults, "alpha": 1.0, "alpha_f": 0.05}
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters, ALPHA,
+        number("alpha_f", 0.05, "failure probability α_f of the shift Υ", gt=0, le=1),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
-        check_number("alpha_f", self.params["alpha_f"], 0.0, high=1.0)
         self.alpha = float(self.params["alpha"])
         self.calibrate()
         self.reset()

@@ -1,4 +1,4 @@
-"""Shared machinery of the linear contextual policies of the AdaPrivate-TS paper (ts spec §1, §3).
+"""Shared machinery of the AdaPrivate-TS paper's linear policies (docs/ts.md, "Shared machinery").
 
 Ridge statistics A = λI + Σ x xᵀ (lower triangle kept, rank-one BLAS updates) and b = λθ₀ + …;
 every round A is factorised afresh (A = LLᵀ, O(d³/3), no inverse formed), so TS draws
@@ -8,7 +8,6 @@ Features are clipped to the unit ball and rewards to [0, 1] before any statistic
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -16,6 +15,7 @@ from scipy.linalg import blas, lapack
 
 from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
+from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.clipping import clip_arms, clip_reward, clip_table
 from dpbandits.privacy.exact_noise import inflate_for_snapping, noise_for
@@ -72,7 +72,7 @@ def cho_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def solve_lower_t(factor: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """L⁻ᵀz: with z ~ N(0, I) this is a draw from N(0, A⁻¹) (spec §3.2 step 2)."""
+    """L⁻ᵀz: with z ~ N(0, I) this is a draw from N(0, A⁻¹)."""
     out, info = lapack.dtrtrs(factor, z, lower=1, trans=1)
     if info != 0:
         raise np.linalg.LinAlgError(f"triangular solve failed (info = {info})")
@@ -104,42 +104,29 @@ def symmetric(a_lower: np.ndarray) -> np.ndarray:
 
 
 def zcdp_rho(epsilon: float, delta: float, conversion: str) -> float:
-    """ρ for a target (ε, δ): classic inverse (Eq. 2.8, spec §2.1) or dp-accounting's tight one."""
+    """ρ for a target (ε, δ): classic inverse (paper Eq. (2.8)) or dp-accounting's tight one."""
     if conversion == "tight":
         return rho_from_epsilon_tight(epsilon, delta)
     return rho_from_epsilon(epsilon, delta)
 
 
-def check_number(name: str, value: Any, low: float, *, inclusive: bool = False,
-                 high: float | None = None, integer: bool = False) -> None:
-    """One ConfigError line unless low < value (≤ if inclusive) [≤ high], finite, int if asked."""
-    ok = isinstance(value, int | float | np.number) and not isinstance(value, bool)
-    if ok and integer:
-        ok = float(value).is_integer()
-    if ok:
-        v = float(value)
-        ok = math.isfinite(v) and (v >= low if inclusive else v > low) and (
-            high is None or v <= high)
-    if not ok:
-        kind = "an integer" if integer else "a finite number"
-        rel = ">=" if inclusive else ">"
-        rng = f" and <= {high}" if high is not None else ""
-        raise ConfigError(f"{name} = {value!r} is not allowed; must be {kind} {rel} {low}{rng}")
-
-
 class LinearPolicy(Policy):
     """Base of the ridge-regression policies: statistics, warm start, clipping.
 
-    `theta0` (spec §3.5): None (cold start), a list of d numbers, or "environment" to take the
+    `theta0`: None (cold start), a list of d numbers, or "environment" to take the
     public warm-start vector `env.theta0` in `begin`. Then b₀ = λθ₀ and A₀ = λI.
     """
 
     families: ClassVar[AnyFamily] = ANY_FAMILY
-    defaults: ClassVar[dict[str, Any]] = {"lam": 1.0, "theta0": None}
+    parameters: ClassVar[Declaration] = (
+        number("lam", 1.0, "ridge regulariser λ: A₀ = λI", gt=0),
+        Param("theta0", None, "warm start: null (cold), d numbers, or 'environment' (the "
+              "data's public warm-start vector)", ("null", "numbers", "string"),
+              choices=("environment",)),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        check_number("lam", self.params["lam"], 0.0)
         self.d = int(problem.d)
         self.lam = float(self.params["lam"])
         self.horizon = int(problem.horizon)
@@ -216,7 +203,7 @@ class LinearPolicy(Policy):
         raise NotImplementedError
 
     def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
-        """Features are clipped to the unit ball before anything uses them (spec §1.1)."""
+        """Features are clipped to the unit ball before any use (the paper's Assumption 1)."""
         return clip_arms(arms)
 
     def prepare_table(self, table: np.ndarray) -> np.ndarray:
@@ -232,14 +219,17 @@ class LinearPolicy(Policy):
         self.observe(t, x, clip_reward(r))
 
 
+ALPHA = number("alpha", 1.0, "width multiplier α of the confidence bonus", ge=0)
+CONVERSION = choice("conversion", "classic", "zCDP → (ε, δ): classic ε = ρ + 2√(ρ ln 1/δ) "
+                    "(Bun & Steinke 2016, Prop. 1.3) or tight (dp-accounting's RDP)",
+                    ZCDP_CONVERSIONS)
+
+
 class ZCDPMixin:
     """ρ from (ε, δ) for the zCDP policies; `conversion` is classic (paper, Eq. 2.8) or tight."""
 
     def zcdp_setup(self) -> float:
         """ρ of the budget; the ledger converts what was spent with the same conversion."""
         conversion = self.params["conversion"]  # type: ignore[attr-defined]
-        if conversion not in ZCDP_CONVERSIONS:
-            raise ConfigError(f"conversion = {conversion!r} is not allowed; allowed: "
-                              f"{', '.join(ZCDP_CONVERSIONS)}")
         self.ledger.conversion = conversion  # type: ignore[attr-defined]
         return zcdp_rho(self.epsilon, self.delta, conversion)  # type: ignore[attr-defined]

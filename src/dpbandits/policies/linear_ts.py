@@ -1,15 +1,15 @@
-"""Non-private references of the AdaPrivate-TS paper: LinUCB and linear Thompson sampling (§5)."""
+"""Non-private references of the AdaPrivate-TS paper (docs/ts.md, "LinUCB and LinTS")."""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
-from dpbandits.policies.base import register
+from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
+    ALPHA,
     LinearPolicy,
-    check_number,
     cho_solve,
     cholesky,
     solve_lower_t,
@@ -17,15 +17,14 @@ from dpbandits.policies.linear_core import (
 )
 
 
-@register
 class LinUCB(LinearPolicy):
     """LinUCB (Li et al. 2010), shared θ: score xᵀA⁻¹b + α‖x‖_{A⁻¹}, A and b updated every round."""
 
     name = "LinUCB"
-    defaults: ClassVar[dict[str, Any]] = {**LinearPolicy.defaults, "alpha": 1.0}
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters, ALPHA)
 
     def setup(self) -> None:
-        check_number("alpha", self.params["alpha"], 0.0, inclusive=True)
         self.alpha = float(self.params["alpha"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
@@ -38,15 +37,14 @@ class LinUCB(LinearPolicy):
         self.b += r * x
 
 
-@register
 class LinTS(LinearPolicy):
-    """Linear TS (Agrawal & Goyal 2013): θ̃ ~ N(A⁻¹b, v²A⁻¹) each round, a = argmax xᵀθ̃ (§5)."""
+    """Linear TS (Agrawal & Goyal 2013): θ̃ ~ N(A⁻¹b, v²A⁻¹) each round, a = argmax xᵀθ̃."""
 
     name = "LinTS"
-    defaults: ClassVar[dict[str, Any]] = {**LinearPolicy.defaults, "v": 1.0}
+    parameters: ClassVar[Declaration] = (
+        *LinearPolicy.parameters, number("v", 1.0, "exploration scale v of N(θ̂, v²A⁻¹)", gt=0))
 
     def setup(self) -> None:
-        check_number("v", self.params["v"], 0.0)
         self.v = float(self.params["v"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:

@@ -18,11 +18,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.links import get_link
-from dpbandits.policies._glm_common import check_bool, check_choice, check_positive
-from dpbandits.policies.base import Policy, register
+from dpbandits.params import Declaration, boolean, choice, integer, number
+from dpbandits.policies.base import Policy
 from dpbandits.privacy.accountant import ENGINES
 from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.dpsgd import (
@@ -49,7 +50,7 @@ E = math.e
 
 @dataclass(frozen=True)
 class PrivateGLMConstants:
-    """Algorithm 2's constants (spec §4.1)."""
+    """Algorithm 2's constants (docs/glm.md, "Algorithm 2: Private-GLM")."""
 
     lam: float
     lam_max: float
@@ -67,7 +68,11 @@ class PrivateGLMConstants:
 def private_glm_constants(d: int, horizon: int, S: float, R: float, kappa: float,
                           kappa_star: float, epsilon: float, delta: float,
                           zeta: float) -> PrivateGLMConstants:
-    """λ, λ_max, λ_min, γ, β, thr_w, c₁, c₂, f_sw of spec §4.1 (R, S, T, ε, δ, ζ, κ, κ*)."""
+    """λ, λ_max, λ_min, γ, β, thr_w, c₁, c₂, f_sw from (R, S, T, ε, δ, ζ, κ, κ*).
+
+    The authors' code values; the paper's are in its Section 6 and Appendix J.1, and its
+    Appendix B treats them as hyper-parameters (docs/glm.md, "Algorithm 2: Private-GLM").
+    """
     l_t = math.log(4.0 * horizon / zeta)
     a = math.log(4.0 / delta) * l_t**2 / (epsilon * kappa_star)
     lam = 2.0 * a + 0.75 * d * l_t / R**2
@@ -90,7 +95,7 @@ def warmup_count_margin(sigma_node: float, horizon: int, zeta: float) -> float:
 
 
 def gen_eig_max(a: np.ndarray, b: np.ndarray) -> float:
-    """Largest generalised eigenvalue of (A, B), +∞ if B is not positive definite (spec §4.3)."""
+    """Largest generalised eigenvalue of (A, B), +∞ if B is not positive definite."""
     d = a.shape[0]
     s = max(1.0, float(np.abs(a).sum(axis=1).max()), float(np.abs(b).sum(axis=1).max()))
     a1 = a / s
@@ -121,64 +126,75 @@ def _inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndar
     return (p * p / vals).sum(axis=1)
 
 
-@register
+GLM_AUDIT_NOTE = ("paper mode triggers a θ_w fit from user 0's own contexts without noise (its "
+                  "ledger records a breach)")
+
+
+def _context_audit(name: str, instance: dict[str, Any], other_norm: float | None, runs: int,
+                   epsilon: float, **kwargs: Any) -> PolicyAudit:
+    """A whole-record pair: user 0's arms of norm 1 (Criterion I fires) or 0.05 (it does not);
+    the other users' arms of a norm above strict mode's Criterion-I threshold and below paper
+    mode's, so that strict transcripts depend on the noisy V (docs/audits.md)."""
+    return PolicyAudit(name=name, policy="Private-GLM", instance=instance, pair="context",
+                       arm_norms=UNIT_NORMS, other_norm=other_norm, default_runs=runs,
+                       epsilon=epsilon, delta=0.02, **kwargs)
+
+
+PRIVATE_GLM_AUDITS = (
+    _context_audit("Private-GLM@context-d2", GLM_PAIR, 0.36, 400, 1.0, paper_leaks=True,
+                   note="issue 13's pair (probit, d = 2, S = 4, T = 20, (1, 0.02)); "
+                        + GLM_AUDIT_NOTE),
+    _context_audit("Private-GLM@context-d3", {**GLM_PAIR, "d": 3}, 0.31, 400, 1.0,
+                   paper_leaks=True, note=GLM_AUDIT_NOTE),
+    _context_audit("Private-GLM@context-d5", {**GLM_PAIR, "family": "logistic", "d": 5,
+                                              "S": 5.0}, 0.66, 1000, 4.0, paper_leaks=True,
+                   note=GLM_AUDIT_NOTE),
+    _context_audit("Private-GLM@context-fits", {**GLM_PAIR, "horizon": 100}, None, 300, 2.0,
+                   params={"counter_share": 0.9, "zeta": 0.5}, modes=("strict",),
+                   note="T = 100, every user's arms as drawn: the private counter of "
+                        "Criterion-I rounds triggers about ten θ_w fits per run"),
+)
+
+
 class PrivateGLM(Policy):
-    """Algorithm 2 (spec §4.3): warm-up by Criterion I on a private V, private H tree with
+    """Algorithm 2 (paper Section 6): warm-up by Criterion I on a private V, private H tree with
     generalised-eigenvalue switching (Criterion II), elimination with θ_w, UCB with H_prev.
 
-    Hyper-parameters: `zeta` (failure probability, None = δ), `clip` (C), `lr0`,
-    `lambda_fit`, `strict_steps` / `strict_burn_in` (the strict fit's K and burn-in),
-    `reserve_switch_budget` (strict: [P]'s three-way split, ρ/3 left unused),
-    `counter_share` (strict: the part of the warm-up budget spent on the private counter of
-    warm-up rounds; the rest pays the θ_w fits), `accountant_engine` ("fast" numpy or
-    "dp_accounting"), `noiseless` (paper mode only: every noise scaled to zero, for sanity
-    checks).
+    Hyper-parameters are declared in `parameters` (`dpbandits list algorithms`).
     """
 
     name: ClassVar[str] = "Private-GLM"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = PRIVATE_GLM_AUDITS
     private: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit")
-    defaults: ClassVar[dict[str, Any]] = {
-        "zeta": None,
-        "clip": 0.2,
-        "lr0": 10.0,
-        "lambda_fit": 1e-5,
-        "strict_steps": 12,
-        "strict_burn_in": 5,
-        "reserve_switch_budget": False,
-        "counter_share": 0.5,
-        "accountant_engine": "fast",
-        "noiseless": False,
-    }
+    parameters: ClassVar[Declaration] = (
+        number("zeta", None, "failure probability ζ of λ, γ, β and the counter margin "
+               "(null: δ)", gt=0, lt=1, nullable=True),
+        number("clip", 0.2, "per-sample gradient clip C of the private fits", gt=0),
+        number("lr0", 10.0, "step size lr_k = lr0/√k of the private fits", gt=0),
+        number("lambda_fit", 1e-5, "regulariser of the private fits", ge=0),
+        integer("strict_steps", 12, "strict: K noisy gradient steps per fit", ge=1),
+        integer("strict_burn_in", 5, "strict: iterates averaged after this many steps", ge=0),
+        boolean("reserve_switch_budget", False, "strict: the paper's three-way split (trees "
+                "ρ/3, fits ρ/3, ρ/3 unused)"),
+        number("counter_share", 0.5, "strict: part of the warm-up budget spent on the private "
+               "counter of warm-up rounds (the rest pays the θ_w fits)", gt=0, lt=1),
+        choice("accountant_engine", "fast", "paper: RDP accountant, numpy (fast) or "
+               "dp_accounting", ENGINES),
+        boolean("noiseless", False, "paper: every noise scaled to zero (sanity checks)"),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
         p = self.params
-        name = self.name
-        zeta = check_positive(name, "zeta", p["zeta"], allow_none=True)
-        self.zeta = float(self.delta) if zeta is None else zeta
-        if not 0 < self.zeta < 1:
-            raise ConfigError(f"{name}: zeta = {self.zeta!r} is not allowed; must be in (0, 1)")
-        self.clip = check_positive(name, "clip", p["clip"])
-        self.lr0 = check_positive(name, "lr0", p["lr0"])
-        self.lambda_fit = check_positive(name, "lambda_fit", p["lambda_fit"], allow_zero=True)
-        for key in ("strict_steps", "strict_burn_in"):
-            value = p[key]
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0 or (
-                    key == "strict_steps" and value < 1):
-                raise ConfigError(f"{name}: {key} = {value!r} is not allowed; must be an "
-                                  f"integer >= {1 if key == 'strict_steps' else 0}")
-        if p["strict_burn_in"] >= p["strict_steps"]:
-            raise ConfigError(f"{name}: strict_burn_in = {p['strict_burn_in']!r} is not allowed; "
-                              f"must be < strict_steps = {p['strict_steps']}")
-        self.reserve = check_bool(name, "reserve_switch_budget", p["reserve_switch_budget"])
-        self.counter_share = check_positive(name, "counter_share", p["counter_share"])
-        if not self.counter_share < 1:
-            raise ConfigError(f"{name}: counter_share = {p['counter_share']!r} is not allowed; "
-                              "must be in (0, 1)")
-        self.engine = check_choice(name, "accountant_engine", p["accountant_engine"], ENGINES)
-        self.noiseless = check_bool(name, "noiseless", p["noiseless"])
-        self.check_accounting(p, self.accounting)
+        self.zeta = float(self.delta) if p["zeta"] is None else float(p["zeta"])
+        self.clip = float(p["clip"])
+        self.lr0 = float(p["lr0"])
+        self.lambda_fit = float(p["lambda_fit"])
+        self.reserve = p["reserve_switch_budget"]
+        self.counter_share = float(p["counter_share"])
+        self.engine = p["accountant_engine"]
+        self.noiseless = p["noiseless"]
         self.strict = self.accounting == "strict"
         self.link = get_link(problem.family)
         d, horizon = problem.d, problem.horizon
@@ -218,9 +234,12 @@ class PrivateGLM(Policy):
             self.warm_counts: list[float] = []
 
     @classmethod
-    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
-        """Noise switched off is a paper-mode sanity check only."""
-        if params.get("noiseless") and accounting == "strict":
+    def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
+        """Burn-in shorter than the fit; noise switched off only as a paper-mode check."""
+        if params["strict_burn_in"] >= params["strict_steps"]:
+            raise ConfigError(f"{cls.name}: strict_burn_in = {params['strict_burn_in']!r} is "
+                              f"not allowed; must be < strict_steps = {params['strict_steps']}")
+        if params["noiseless"] and accounting == "strict":
             raise ConfigError(f"{cls.name}: noiseless = true is not allowed with accounting = "
                               "strict; allowed only with accounting = paper")
 

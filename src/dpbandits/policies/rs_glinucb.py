@@ -1,4 +1,4 @@
-"""RS-GLinUCB (Sawarni et al. 2024, rarely switching), non-private twin of Alg. 2 (spec §3.4)."""
+"""RS-GLinUCB (Sawarni et al. 2024), the non-private twin of Alg. 2 (docs/glm.md, "RS-GLinUCB")."""
 
 from __future__ import annotations
 
@@ -19,17 +19,13 @@ from dpbandits.glm import (
     sherman_morrison,
 )
 from dpbandits.links import get_link
-from dpbandits.policies._glm_common import (
-    check_bool,
-    check_choice,
-    check_positive,
-    confidence_delta,
-)
-from dpbandits.policies.base import Policy, register
+from dpbandits.params import Declaration, boolean, choice, number
+from dpbandits.policies._glm_common import NEWTON_CAP, confidence_delta
+from dpbandits.policies.base import Policy
 
 VARIANTS = ("T2", "C", "SW", "paper")
 
-# Settings each variant implies (spec §3.4); every entry can be overridden by name.
+# Settings each variant implies (docs/glm.md, "RS-GLinUCB"); every entry can be overridden by name.
 VARIANT_FLAGS: dict[str, dict[str, Any]] = {
     "T2": {"c_dbl": 1.0, "alias_bug": False, "exact_V_update": False, "h_prev_init_zero": False,
            "det_switch": False, "strict_switch": False, "h_divide_e": True,
@@ -47,32 +43,35 @@ VARIANT_FLAGS: dict[str, dict[str, Any]] = {
 }
 
 
+def _float_or_none(value: float | None) -> float | None:
+    return None if value is None else float(value)
+
+
 def rs_lambda_t2(d: int, horizon: int, delta: float, R: float) -> float:
-    """λ = 0.75·d·ln(4T/δ)/R² (spec §3.4, variant T2)."""
+    """λ = 0.75·d·ln(4T/δ)/R² (variant T2: the λ printed in the authors' saved notebook outputs)."""
     return 0.75 * d * math.log(4.0 * horizon / delta) / R**2
 
 
 def rs_gamma(R: float, S: float, d: int, horizon: int, delta: float) -> float:
-    """γ = R·S·sqrt(d ln(T/δ)) (spec §3.4)."""
+    """γ = R·S·sqrt(d ln(T/δ)) (the authors' code)."""
     return R * S * math.sqrt(d * math.log(horizon / delta))
 
 
 def rs_beta(d: int, horizon: int, delta: float) -> float:
-    """β = 4·sqrt(d ln(T/δ)) (spec §3.4)."""
+    """β = 4·sqrt(d ln(T/δ)) (the authors' code)."""
     return 4.0 * math.sqrt(d * math.log(horizon / delta))
 
 
 def rs_warmup_threshold(kappa: float, R: float, S: float, d: int) -> float:
-    """Criterion-I threshold of the code, 1/(0.01·κ·R⁴·S²·d) (spec §3.4)."""
+    """Criterion-I threshold of the authors' code, 1/(0.01·κ·R⁴·S²·d)."""
     return 1.0 / (0.01 * kappa * R**4 * S**2 * d)
 
 
-@register
 class RSGLinUCB(Policy):
     """RS-GLinUCB with warm-up (Criterion I), elimination and determinant-doubling switches.
 
     `variant` ∈ {T2 (default), C, SW, paper} fixes λ, the doubling constant, λ_fit and the quirk
-    flags of spec §3.4; each of them is a hyper-parameter of its own (None = the variant's
+    flags (docs/glm.md, "RS-GLinUCB"); each is a hyper-parameter of its own (None = the variant's
     value): `lam`, `c_dbl`, `lambda_fit`, `alias_bug` (after a switch H_prev *is* H_cur),
     `exact_V_update` (V += xxᵀ instead of xxᵀ/(1+m)), `h_prev_init_zero`, `det_switch` (det
     instead of logdet), `strict_switch` (> instead of ≥), `h_divide_e` (H increment μ̇/e),
@@ -86,27 +85,39 @@ class RSGLinUCB(Policy):
 
     name: ClassVar[str] = "RS-GLinUCB"
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
-    defaults: ClassVar[dict[str, Any]] = {
-        "variant": "T2",
-        "lam": None,
-        "c_dbl": None,
-        "lambda_fit": None,
-        "alias_bug": None,
-        "exact_V_update": None,
-        "h_prev_init_zero": None,
-        "det_switch": None,
-        "strict_switch": None,
-        "h_divide_e": None,
-        "warmup_rule": None,
-        "warmup_threshold": None,
-        "ucb_centre": None,
-        "tau_includes_warmup": None,
-        "gamma": None,
-        "beta": None,
-        "running_max_logdet": False,
-        "solver": "compat",
-        "newton_cap": 10.0,
-    }
+    parameters: ClassVar[Declaration] = (
+        choice("variant", "T2", "settings of one code state (docs/glm.md, RS-GLinUCB)",
+               VARIANTS),
+        number("lam", None, "λ of V, H (null: the variant's)", gt=0, nullable=True),
+        number("c_dbl", None, "doubling constant c of Criterion II (null: the variant's)",
+               gt=0, nullable=True),
+        number("lambda_fit", None, "regulariser of the fits (null: the variant's)", ge=0,
+               nullable=True),
+        boolean("alias_bug", None, "after a switch H_prev is H_cur (null: the variant's)",
+                nullable=True),
+        boolean("exact_V_update", None, "V += xxᵀ instead of xxᵀ/(1 + m)", nullable=True),
+        boolean("h_prev_init_zero", None, "H_prev starts at 0", nullable=True),
+        boolean("det_switch", None, "compare determinants instead of log-determinants",
+                nullable=True),
+        boolean("strict_switch", None, "switch on > instead of ≥", nullable=True),
+        boolean("h_divide_e", None, "H increment μ̇/e · xxᵀ", nullable=True),
+        choice("warmup_rule", None, "Criterion-I threshold: code 1/(0.01κR⁴S²d) or paper "
+               "1/(γ²κR²)", ("code", "paper"), nullable=True),
+        number("warmup_threshold", None, "Criterion-I threshold (null: the rule's)", gt=0,
+               nullable=True),
+        choice("ucb_centre", None, "UCB centre: mean (θ_w + θ_τ)/2 or tau θ_τ",
+               ("mean", "tau"), nullable=True),
+        boolean("tau_includes_warmup", None, "θ_τ is also fitted on warm-up rounds",
+                nullable=True),
+        number("gamma", None, "elimination width γ (null: R·S·√(d ln(T/δ)))", gt=0,
+               nullable=True),
+        number("beta", None, "UCB width β (null: 4√(d ln(T/δ)))", gt=0, nullable=True),
+        boolean("running_max_logdet", False, "compare running maxima of the log-determinants "
+                "(the authors' last code)"),
+        choice("solver", "compat", "MLE solver: the authors' L-BFGS-B (compat) or Newton",
+               SOLVERS),
+        NEWTON_CAP,
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
@@ -147,45 +158,37 @@ class RSGLinUCB(Policy):
         self.fits_tau = 0
 
     def _configure(self) -> None:
-        """Resolve the variant's settings and the explicit overrides (spec §3.4)."""
-        p, name, prob = self.params, self.name, self.problem
-        self.variant = check_choice(name, "variant", p["variant"], VARIANTS)
+        """Resolve the variant's settings and the explicit overrides."""
+        p, prob = self.params, self.problem
+        self.variant = p["variant"]
         flags = dict(VARIANT_FLAGS[self.variant])
         for key in ("alias_bug", "exact_V_update", "h_prev_init_zero", "det_switch",
-                    "strict_switch", "h_divide_e", "tau_includes_warmup"):
-            value = check_bool(name, key, p[key], allow_none=True)
-            if value is not None:
-                flags[key] = value
-        if p["warmup_rule"] is not None:
-            flags["warmup_rule"] = check_choice(name, "warmup_rule", p["warmup_rule"],
-                                                ("code", "paper"))
-        if p["ucb_centre"] is not None:
-            flags["ucb_centre"] = check_choice(name, "ucb_centre", p["ucb_centre"],
-                                               ("mean", "tau"))
-        c_dbl = check_positive(name, "c_dbl", p["c_dbl"], allow_none=True)
-        if c_dbl is not None:
-            flags["c_dbl"] = c_dbl
+                    "strict_switch", "h_divide_e", "tau_includes_warmup", "warmup_rule",
+                    "ucb_centre"):
+            if p[key] is not None:
+                flags[key] = p[key]
+        if p["c_dbl"] is not None:
+            flags["c_dbl"] = float(p["c_dbl"])
         for key, value in flags.items():
             setattr(self, key, value)
-        self.running_max_logdet = check_bool(name, "running_max_logdet", p["running_max_logdet"])
-        self.solver = check_choice(name, "solver", p["solver"], SOLVERS)
-        self.cap = check_positive(name, "newton_cap", p["newton_cap"]) * prob.S  # type: ignore[operator]
+        self.running_max_logdet = p["running_max_logdet"]
+        self.solver = p["solver"]
+        self.cap = float(p["newton_cap"]) * prob.S
         self.conf_delta = delta = confidence_delta(self.delta)
         d, T, R, S, kappa = prob.d, prob.horizon, prob.R, prob.S, prob.kappa
-        lam = check_positive(name, "lam", p["lam"], allow_none=True)
+        lam = _float_or_none(p["lam"])
         if lam is None:
             lam = rs_lambda_t2(d, T, delta, R) if self.variant in ("T2", "paper") else 0.5
         self.lam = lam
-        lambda_fit = check_positive(name, "lambda_fit", p["lambda_fit"], allow_none=True,
-                                    allow_zero=True)
+        lambda_fit = _float_or_none(p["lambda_fit"])
         if lambda_fit is None:
             lambda_fit = lam / 2 if self.variant == "SW" else 1e-5
         self.lambda_fit = lambda_fit
-        gamma = check_positive(name, "gamma", p["gamma"], allow_none=True)
+        gamma = _float_or_none(p["gamma"])
         self.gamma = rs_gamma(R, S, d, T, delta) if gamma is None else gamma
-        beta = check_positive(name, "beta", p["beta"], allow_none=True)
+        beta = _float_or_none(p["beta"])
         self.beta = rs_beta(d, T, delta) if beta is None else beta
-        thr = check_positive(name, "warmup_threshold", p["warmup_threshold"], allow_none=True)
+        thr = _float_or_none(p["warmup_threshold"])
         if thr is None:
             if self.warmup_rule == "code":
                 thr = rs_warmup_threshold(kappa, R, S, d)
@@ -200,7 +203,7 @@ class RSGLinUCB(Policy):
         return self.H_cur_inv if self.aliased else self.H_prev_inv
 
     def _switch_due(self) -> bool:
-        """Criterion II: det(H_cur) ≥ (1 + c)·det(H_prev), in the variant's form (spec §3.4)."""
+        """Criterion II: det(H_cur) ≥ (1 + c)·det(H_prev), in the variant's form."""
         H_prev = self.H_cur if self.aliased else self.H_prev
         if self.det_switch:
             lhs, rhs = np.linalg.det(self.H_cur), (1.0 + self.c_dbl) * np.linalg.det(H_prev)
@@ -220,7 +223,7 @@ class RSGLinUCB(Policy):
     # -- policy ------------------------------------------------------------------------------
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        """Warm-up, switch check with θ_τ refit, elimination, optimistic choice (spec §3.4 play)."""
+        """Warm-up, switch check with θ_τ refit, elimination, optimistic choice."""
         m = quad_forms(arms, self.V_inv)
         if np.any(m > self.thr_w):
             a = int(np.argmax(m))
@@ -246,7 +249,7 @@ class RSGLinUCB(Policy):
         return int(np.argmax(index))
 
     def _switch(self, t: int) -> None:
-        """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data (spec §3.4 step 2)."""
+        """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data."""
         self.switch_times.append(t)
         if self.alias_bug:
             self.aliased = True
@@ -261,7 +264,7 @@ class RSGLinUCB(Policy):
                 self.theta_tau = theta
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """Store (x, r); refit θ_w after a warm-up round, else grow H_cur (spec §3.4 update)."""
+        """Store (x, r); refit θ_w after a warm-up round, else grow H_cur."""
         if self.warmup_flag:
             self.Z_w.add(x, r)
             if self.tau_includes_warmup:

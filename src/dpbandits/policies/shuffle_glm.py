@@ -1,6 +1,6 @@
-"""Shuffle-GLM: the batched shuffle-DP algorithm for stochastic contexts, Algorithm 1 (spec §5).
+"""Shuffle-GLM: the batched shuffle-DP algorithm for stochastic contexts (Private-GLM, Alg. 1).
 
-No reference code exists; every reconstructed choice ([A] in the spec) is a named parameter.
+No reference code exists; every choice of our reconstruction is a named parameter (docs/glm.md).
 Batch 1 plays a G-optimal design on each round's arms; later batches eliminate with every
 earlier estimate, rescale the survivors by μ̇(⟨x, θ̂₁⟩)/β(x) and play a G-optimal design on
 them. At the end of a batch its data (only) give a shuffle-private Gram matrix (vector
@@ -16,12 +16,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import ProblemInfo
 from dpbandits.design import g_optimal_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.links import get_link
-from dpbandits.policies._glm_common import check_bool, check_choice, check_positive
-from dpbandits.policies.base import Policy, register
+from dpbandits.params import Declaration, boolean, choice, integer, number
+from dpbandits.policies.base import Policy
 from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
 from dpbandits.privacy.split import compose
@@ -40,18 +41,24 @@ LAMBDA_BANDS = ("sigma", "kappa_star")
 
 
 def n_batches_default(horizon: int) -> int:
-    """M = ⌈log2 log2 T⌉ + 1 (spec §5.1)."""
+    """M = ⌈log2 log2 T⌉ + 1 (the Private-GLM paper, Appendix F: at most log log T batches)."""
     return math.ceil(math.log2(max(math.log2(max(horizon, 2)), 1.0))) + 1
 
 
 def alpha_default(horizon: int, n_batches: int) -> float:
-    """α = T^{1/(2(1 − 2^{1−M}))}: the nominal last batch then has length T (spec §5.1)."""
+    """α = T^{1/(2(1 − 2^{1−M}))}: the nominal last batch then has length T.
+
+    Batch lengths as in the Private-GLM paper, Section 5; α is ours (docs/glm.md, "Algorithm 1").
+    """
     return horizon ** (1.0 / (2.0 * (1.0 - 2.0 ** (1 - n_batches))))
 
 
 def warmup_length(horizon: int, d: int, S: float, kappa: float, gamma: float, alpha: float,
                   cap: bool) -> int:
-    """B₁ = ⌈((κ e^{3S} d² γ²/S)·α)^{2/3}⌉, capped at min(·, max(10d², ⌈√T⌉), ⌊T/4⌋) (§5.1)."""
+    """B₁ = ⌈((κ e^{3S} d² γ²/S)·α)^{2/3}⌉, capped at min(·, max(10d², ⌈√T⌉), ⌊T/4⌋).
+
+    The formula is Private-GLM paper, Section 5 ("Batch structure"); the cap is ours.
+    """
     log_raw = (2.0 / 3.0) * (math.log(kappa) + 3.0 * S + 2.0 * math.log(d)
                              + 2.0 * math.log(gamma) - math.log(S) + math.log(alpha))
     raw = math.inf if log_raw > 700 else math.ceil(math.exp(log_raw))
@@ -84,46 +91,48 @@ def batch_schedule(horizon: int, first: int, alpha: float, n_batches: int,
     return lengths
 
 
-@register
 class ShuffleGLM(Policy):
-    """Algorithm 1 (spec §5.3). Reconstruction parameters (all [A] in the spec):
-
-    `n_batches` (M; None = ⌈log2 log2 T⌉ + 1), `alpha` (None = T^{1/(2(1−2^{1−M}))}),
-    `warmup_cap` / `warmup_length` (B₁), `batch_growth` ("sqrt": B_k = ⌈α√B_{k−1}⌉, or
-    "linear"), `elim_kappa_power` (first elimination width γκ^p‖x‖_{V⁻¹}, p = ½; [P] shows 1),
-    `beta_kappa_power` (β(x) = exp(R·min(2S, γκ^p‖x‖_{V⁻¹}))), `scale_sqrt` (x̃ = √w·x, else
-    w·x), `design_tol` (G-optimal design tolerance), `c_b` and `log_arg` (vector-summation
-    constant and log argument; c_b below the theory constant carries no formal guarantee),
-    `gamma` (None = R·S·√(d ln(T/δ))), `lambda_base` (the noise-free part of λ; None =
-    20dR ln T), `gd_log_power` (N ∝ 1/ln^p), `gd_max_iters`,
-    `gd_step` ("Lg": η = 2S/(L_g√N); "paper_L": L = RS + S + Sλ_max/B_k), `lambda_band`
-    (λ_max/min = λ ± σ̃(4d + 2ln(2dMT/δ)) or the κ*-based band), `psd_floor` (clip the
-    eigenvalues of V, H_k at λ_min instead of 1e-12).
-    """
+    """Algorithm 1 (docs/glm.md, "Algorithm 1"). The paper gives no code; every reconstructed
+    choice is a declared parameter (`dpbandits list algorithms`)."""
 
     name: ClassVar[str] = "Shuffle-GLM"
+    audits: ClassVar[tuple[PolicyAudit, ...]] = (PolicyAudit(
+        name="Shuffle-GLM@context", policy=name, instance={**GLM_PAIR, "S": 2.0, "horizon": 100},
+        pair="context", paper_params={"c_b": 1.0, "log_arg": "practical"},
+        arm_norms=UNIT_NORMS, rewards=(1.0, 0.0), default_runs=200, epsilon=1.0, delta=0.02,
+        note="paper mode with the practical vector-summation constants, as configured"),)
     private: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit")
-    defaults: ClassVar[dict[str, Any]] = {
-        "n_batches": None,
-        "alpha": None,
-        "warmup_cap": True,
-        "warmup_length": None,
-        "batch_growth": "sqrt",
-        "elim_kappa_power": 0.5,
-        "beta_kappa_power": 0.5,
-        "scale_sqrt": True,
-        "design_tol": 0.05,
-        "c_b": CB_THEORY,
-        "log_arg": "theory",
-        "gamma": None,
-        "lambda_base": None,
-        "gd_log_power": 3,
-        "gd_max_iters": MAX_ITERS,
-        "gd_step": "Lg",
-        "lambda_band": "sigma",
-        "psd_floor": False,
-    }
+    parameters: ClassVar[Declaration] = (
+        integer("n_batches", None, "number of batches M (null: ⌈log2 log2 T⌉ + 1)", ge=1,
+                nullable=True),
+        number("alpha", None, "batch growth α (null: T^(1/(2(1 − 2^(1−M)))))", gt=0,
+               nullable=True),
+        boolean("warmup_cap", True, "cap B₁ at min(·, max(10d², ⌈√T⌉), ⌊T/4⌋)"),
+        integer("warmup_length", None, "B₁ (null: the paper's formula, capped)", ge=1,
+                nullable=True),
+        choice("batch_growth", "sqrt", "B_k = ⌈α√B_(k−1)⌉ (sqrt) or ⌈αB_(k−1)⌉ (linear)",
+               GROWTH_RULES),
+        number("elim_kappa_power", 0.5, "first elimination width γκ^p‖x‖_(V⁻¹)", ge=0),
+        number("beta_kappa_power", 0.5, "β(x) = exp(R·min(2S, γκ^p‖x‖_(V⁻¹)))", ge=0),
+        boolean("scale_sqrt", True, "x̃ = √w·x (else w·x)"),
+        number("design_tol", 0.05, "G-optimal design tolerance", gt=0, le=1),
+        number("c_b", CB_THEORY, "vector-summation constant (below CJMP's: paper accounting "
+               "only)", gt=0),
+        choice("log_arg", "theory", "vector-summation log argument: theory 4(D²+1)/δ or "
+               "practical D/δ", LOG_ARGS),
+        number("gamma", None, "elimination width γ (null: R·S·√(d ln(T/δ)))", gt=0,
+               nullable=True),
+        number("lambda_base", None, "noise-free part of λ (null: 20dR ln T)", ge=0,
+               nullable=True),
+        integer("gd_log_power", 3, "P_GD iterations N ∝ 1/ln^p", ge=0),
+        integer("gd_max_iters", MAX_ITERS, "cap on the P_GD iterations", ge=1),
+        choice("gd_step", "Lg", "P_GD step: 2S/(L_g√N) (Lg) or the paper's L (paper_L)",
+               STEP_RULES),
+        choice("lambda_band", "sigma", "λ_max/min = λ ± σ̃(4d + 2 ln(2dMT/δ)) (sigma) or the "
+               "κ*-based band", LAMBDA_BANDS),
+        boolean("psd_floor", False, "clip the eigenvalues of V, H_k at λ_min (else 1e-12)"),
+    )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
@@ -132,53 +141,35 @@ class ShuffleGLM(Policy):
         self.link = get_link(problem.family)
         self.kappa, self.kappa_star = problem.kappa_pub, problem.kappa_star_pub
         m = p["n_batches"]
-        if m is not None and (not isinstance(m, int) or isinstance(m, bool) or m < 1):
-            raise ConfigError(f"{name}: n_batches = {m!r} is not allowed; must be an integer >= 1")
         self.n_batches = n_batches_default(T) if m is None else m
-        alpha = check_positive(name, "alpha", p["alpha"], allow_none=True)
-        self.alpha = alpha_default(T, self.n_batches) if alpha is None else alpha
-        gamma = check_positive(name, "gamma", p["gamma"], allow_none=True)
+        alpha = p["alpha"]
+        self.alpha = alpha_default(T, self.n_batches) if alpha is None else float(alpha)
+        gamma = p["gamma"]
         delta = float(self.delta)  # type: ignore[arg-type]
-        self.gamma = R * S * math.sqrt(d * math.log(T / delta)) if gamma is None else gamma
-        base = check_positive(name, "lambda_base", p["lambda_base"], allow_none=True,
-                              allow_zero=True)
-        self.lambda_base = 20.0 * d * R * math.log(T) if base is None else base
-        cap = check_bool(name, "warmup_cap", p["warmup_cap"])
+        self.gamma = (R * S * math.sqrt(d * math.log(T / delta)) if gamma is None
+                      else float(gamma))
+        base = p["lambda_base"]
+        self.lambda_base = 20.0 * d * R * math.log(T) if base is None else float(base)
         first = p["warmup_length"]
         if first is None:
-            first = warmup_length(T, d, S, self.kappa, self.gamma, self.alpha, bool(cap))
-        elif not isinstance(first, int) or isinstance(first, bool) or not 1 <= first <= T:
+            first = warmup_length(T, d, S, self.kappa, self.gamma, self.alpha, p["warmup_cap"])
+        elif first > T:
             raise ConfigError(f"{name}: warmup_length = {first!r} is not allowed; must be an "
                               f"integer in [1, {T}] or null")
-        growth = check_choice(name, "batch_growth", p["batch_growth"], GROWTH_RULES)
-        self.lengths = batch_schedule(T, first, self.alpha, self.n_batches, growth)
+        self.lengths = batch_schedule(T, first, self.alpha, self.n_batches, p["batch_growth"])
         self.ends = np.cumsum(self.lengths)
-        self.elim_power = check_positive(name, "elim_kappa_power", p["elim_kappa_power"],
-                                         allow_zero=True)
-        self.beta_power = check_positive(name, "beta_kappa_power", p["beta_kappa_power"],
-                                         allow_zero=True)
-        self.scale_sqrt = check_bool(name, "scale_sqrt", p["scale_sqrt"])
-        self.design_tol = check_positive(name, "design_tol", p["design_tol"])
-        if self.design_tol > 1:
-            raise ConfigError(f"{name}: design_tol = {self.design_tol!r} is not allowed; "
-                              "must be in (0, 1]")
-        self.c_b = check_positive(name, "c_b", p["c_b"])
-        self.log_arg = check_choice(name, "log_arg", p["log_arg"], LOG_ARGS)
-        self.check_accounting(p, self.accounting)
+        self.elim_power = float(p["elim_kappa_power"])
+        self.beta_power = float(p["beta_kappa_power"])
+        self.scale_sqrt = p["scale_sqrt"]
+        self.design_tol = float(p["design_tol"])
+        self.c_b = float(p["c_b"])
+        self.log_arg = p["log_arg"]
         self.formal = self.c_b >= CB_THEORY and self.log_arg == "theory"
-        power = p["gd_log_power"]
-        if not isinstance(power, int) or isinstance(power, bool) or power < 0:
-            raise ConfigError(f"{name}: gd_log_power = {power!r} is not allowed; must be an "
-                              "integer >= 0")
-        self.gd_log_power = power
-        iters = p["gd_max_iters"]
-        if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
-            raise ConfigError(f"{name}: gd_max_iters = {iters!r} is not allowed; must be an "
-                              "integer >= 1")
-        self.gd_max_iters = iters
-        self.gd_step = check_choice(name, "gd_step", p["gd_step"], STEP_RULES)
-        self.lambda_band = check_choice(name, "lambda_band", p["lambda_band"], LAMBDA_BANDS)
-        self.psd_floor = check_bool(name, "psd_floor", p["psd_floor"])
+        self.gd_log_power = p["gd_log_power"]
+        self.gd_max_iters = p["gd_max_iters"]
+        self.gd_step = p["gd_step"]
+        self.lambda_band = p["lambda_band"]
+        self.psd_floor = p["psd_floor"]
         eps = float(self.epsilon)  # type: ignore[arg-type]
         self.eps_half, self.delta_half = eps / 2.0, delta / 2.0
         self.eps_sum = min(self.eps_half, MAX_EPSILON)
@@ -197,11 +188,10 @@ class ShuffleGLM(Policy):
         self._w_next = 1.0
 
     @classmethod
-    def check_accounting(cls, params: dict[str, Any], accounting: str) -> None:
+    def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
         """Strict accounting needs the vector-summation constants of the CJMP theorem."""
-        c_b = params.get("c_b", CB_THEORY)
-        log_arg = params.get("log_arg", "theory")
-        if accounting == "strict" and (c_b is None or c_b < CB_THEORY or log_arg != "theory"):
+        c_b, log_arg = params["c_b"], params["log_arg"]
+        if accounting == "strict" and (c_b < CB_THEORY or log_arg != "theory"):
             raise ConfigError(
                 f"{cls.name}: c_b = {c_b!r}, log_arg = {log_arg!r} is not allowed with "
                 f"accounting = strict; must be c_b >= {CB_THEORY:g} and log_arg = theory "
@@ -210,7 +200,10 @@ class ShuffleGLM(Policy):
     # ------------------------------------------------------------------ parameters
 
     def _lambda(self, noise_sd: float) -> tuple[float, float, float]:
-        """λ = 20dR ln T + σ̃(2 ln(2dMT/δ) + 4d) and its band λ_max, λ_min (spec §5.2)."""
+        """λ = 20dR ln T + σ̃(2 ln(2dMT/δ) + 4d) and its band λ_max, λ_min.
+
+        Private-GLM paper, Appendix E.1 (λ, and the κ* band) and F.1 (the σ̃ band).
+        """
         d, R, T = self.problem.d, self.problem.R, self.problem.horizon
         lam = self.lambda_base + noise_sd * (2.0 * self.log_term + 4.0 * d)
         if self.lambda_band == "sigma":
@@ -225,7 +218,7 @@ class ShuffleGLM(Policy):
     # ------------------------------------------------------------------ rounds
 
     def _weights(self, arms: np.ndarray) -> np.ndarray:
-        """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V⁻¹})) (spec §5.3)."""
+        """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V⁻¹})) (paper Sec. 5)."""
         vals, vecs = self.gram_eig[0]
         norm_v = np.sqrt(((arms @ vecs) ** 2 / vals).sum(axis=1))
         width = self.gamma * self.kappa**self.beta_power * norm_v
@@ -233,7 +226,7 @@ class ShuffleGLM(Policy):
         return self.link.dot(arms @ self.theta[0]) / beta
 
     def _survivors(self, arms: np.ndarray) -> np.ndarray:
-        """Successive elimination with every earlier batch's estimate (spec §5.3)."""
+        """Successive elimination with every earlier batch's estimate (paper Sec. 5)."""
         alive = np.arange(arms.shape[0])
         for j, (theta, (vals, vecs)) in enumerate(zip(self.theta, self.gram_eig, strict=True)):
             x = arms[alive]
@@ -276,7 +269,7 @@ class ShuffleGLM(Policy):
             self.n_buf = 0
 
     def _end_batch(self) -> None:
-        """Private Gram matrix and P_GD estimate from this batch's data only (spec §5.3)."""
+        """Private Gram matrix and P_GD estimate from this batch's data only (paper Sec. 5)."""
         n, d = self.n_buf, self.problem.d
         x, r, w = self.buf_x[:n], self.buf_r[:n], self.buf_w[:n]
         first = self.batch == 0

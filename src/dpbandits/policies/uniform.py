@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpbandits.policies.base import Policy, register
+from dpbandits.policies.base import Policy
 
 
-@register
 class Uniform(Policy):
     """Plays an arm chosen uniformly at random from the offered set."""
 

@@ -1,10 +1,11 @@
-"""RDP accountant for DP-SGD noise multipliers, sampled without replacement (glm spec §4.6).
+"""RDP accountant for DP-SGD noise multipliers, sampled without replacement.
 
 `noise_multiplier(ε, δ, steps, n, batch)` finds σ with eps(σ) = ε, where eps composes `steps`
 Gaussian mechanisms with noise multiplier σ on a batch of b of n records sampled without
 replacement under the REPLACE_ONE relation (Wang–Balle–Kasiviswanathan 2019, Thm 27), at the
-spec's RDP orders. The default engine evaluates the same bound as dp-accounting's
-`RdpAccountant` with numpy (all orders at once); `engine="dp_accounting"` calls the package.
+authors' RDP orders (docs/glm.md, "DP-SGD and the RDP accountant"). The default engine evaluates
+the same bound as dp-accounting's `RdpAccountant` with numpy (all orders at once);
+`engine="dp_accounting"` calls the package.
 Results are memoised in-process and persisted in a JSON file under `$DPBANDITS_CACHE`
 (default `~/.cache/dpbandits`).
 """
@@ -42,7 +43,7 @@ _disk_loaded: set[str] = set()
 
 
 def rdp_orders(epsilon: float) -> tuple[float, ...]:
-    """Spec §4.6 orders: the base set, plus {768, 1024} when ε < 0.3."""
+    """The authors' RDP orders: the base set, plus {768, 1024} when ε < 0.3."""
     return BASE_ORDERS + SMALL_EPSILON_ORDERS if epsilon < 0.3 else BASE_ORDERS
 
 
@@ -289,9 +290,9 @@ def _key(kind: str, engine: str, *args: object) -> str:
 
 def dpsgd_epsilon(sigma: float, delta: float, steps: int, n: int, batch: int,
                   *, target_epsilon: float | None = None, engine: str = "fast") -> float:
-    """ε after `steps` steps of noise multiplier σ, batch b of n w/o replacement (spec §4.6).
+    """ε after `steps` steps of noise multiplier σ, batch b of n w/o replacement.
 
-    The orders follow the spec's rule for the target ε (`target_epsilon`, default: the result
+    The orders follow `rdp_orders` for the target ε (`target_epsilon`, default: the result
     computed with the base orders).
     """
     if not (math.isfinite(sigma) and sigma > 0):
@@ -319,7 +320,7 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
                      *, engine: str = "fast") -> float:
     """σ with eps(σ) = ε for `steps` w/o-replacement Gaussian steps (b of n), REPLACE_ONE.
 
-    Root of σ ↦ eps(σ) on [1e-5, 4e7] (spec §4.6) to relative precision ~1e-7, always on
+    Root of σ ↦ eps(σ) on [1e-5, 4e7] to relative precision ~1e-7, always on
     the side eps(σ) ≤ ε. (Finer precision is meaningless: for large σ and q < 1 the bound
     itself oscillates at the 1e-3 level through cancellation in the forward differences.)
     The search starts from the closed-form unsampled root, so the result depends on the

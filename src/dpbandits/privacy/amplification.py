@@ -2,7 +2,7 @@
 
 Closed forms: Feldman–McMillan–Talwar 2021 ("Hiding among the clones") Theorem 3.1 as printed
 (`fmt_thm`) and the variant of their reference implementation (`fmt_ref`); the numerical bound
-is their hockey-stick computation on the reduced pair of binomial mixtures (spec §6).
+is their hockey-stick computation on the reduced pair of binomial mixtures (FMT21, Appendix E).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def threshold(n: int, delta: float, variant: str = "fmt_thm") -> float:
 
 
 def _closed_branch(eps0: float, n: int, delta: float, variant: str) -> float:
-    """The closed-form branch g(ε0) (FMT21 Thm 3.1; spec §6)."""
+    """The closed-form branch g(ε0) (FMT21 Thm 3.1)."""
     a = 8.0 * math.sqrt(math.exp(eps0) * math.log(4.0 / delta) / n)
     c = 8.0 * math.exp(eps0) / n
     if variant == "fmt_thm":
@@ -65,7 +65,10 @@ def closed_form_epsilon(eps0: float, n: int, delta: float, variant: str = "fmt_t
 
 
 def closed_form_inverse(eps: float, n: int, delta: float, variant: str = "fmt_thm") -> float:
-    """f^{-1}_{n,δ}(ε): largest ε0 whose shuffled guarantee is ≤ ε, never below ε (spec §6)."""
+    """f^{-1}_{n,δ}(ε): largest ε0 whose shuffled guarantee is ≤ ε, never below ε.
+
+    The per-batch ε0^{(i)} = f⁻¹_{n_i,δ}(ε) of Hanna et al., Section 5.
+    """
     check_inputs(n, delta, eps=eps)
     _check_variant(variant)
     thr = threshold(n, delta, variant)
@@ -168,7 +171,7 @@ def numerical_epsilon(
     upper: bool = True,
     ref_compat: bool = False,
 ) -> float:
-    """Shuffled ε by bisection on the numerical δ(ε) (FMT21 `numericalanalysis`; spec §6)."""
+    """Shuffled ε by bisection on the numerical δ(ε) (FMT21 `numericalanalysis`)."""
     check_inputs(n, delta, eps0=eps0)
     if eps0 < threshold(n, delta, "fmt_ref"):
         high = _closed_branch(eps0, n, delta, "fmt_ref")
@@ -187,7 +190,7 @@ def numerical_epsilon(
 
 @lru_cache(maxsize=4096)
 def numerical_inverse(eps: float, n: int, delta: float, *, iterations: int = 20) -> float:
-    """Largest ε0 ∈ [ε, 15] whose numerical upper bound is ≤ ε, by bisection (spec §6)."""
+    """Largest ε0 ∈ [ε, 15] whose numerical upper bound is ≤ ε, by bisection."""
     check_inputs(n, delta, eps=eps)
     low, high = float(eps), max(EPS0_MAX, float(eps))
     for _ in range(iterations):

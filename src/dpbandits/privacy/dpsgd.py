@@ -1,4 +1,7 @@
-"""Private GLM fits: [C]'s DP-SGD (glm spec §4.5) and the strict noisy projected GD (§4.8 S4)."""
+"""Private GLM fits: the authors' DP-SGD and the strict noisy projected GD.
+
+docs/glm.md, "DP-SGD and the RDP accountant" (paper mode) and "Strict fits" (strict mode).
+"""
 
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ def clipped_gradients(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Lin
 
 
 def starting_epochs(eps0: float) -> int:
-    """E₀ from the per-fit ε₀ (spec §4.5 step 1)."""
+    """E₀ from the per-fit ε₀, as in the authors' code."""
     for bound, epochs in ((0.1, 15), (0.3, 25), (1.0, 50), (2.0, 75)):
         if eps0 <= bound:
             return epochs
@@ -57,7 +60,7 @@ def starting_epochs(eps0: float) -> int:
 
 def select_epochs(eps0: float, delta0: float, n: int, batch: int, d: int, clip: float = CLIP,
                   *, engine: str = "fast") -> tuple[int, int, float]:
-    """[C]'s epoch search: (epochs E, burn-in B, noise multiplier σ) (spec §4.5 steps 2–3).
+    """The authors' epoch search: (epochs E, burn-in B, noise multiplier σ).
 
     Among the candidate epoch counts, maximise steps/(σ_E C/b)²; scores within 1e-6
     (relative) of the best count as ties, resolved towards the smallest E.
@@ -92,7 +95,7 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
               link: Link, rng: np.random.Generator, *, clip: float = CLIP,
               lam: float = LAMBDA_FIT, lr0: float = LR0, batch_max: int = BATCH_MAX,
               noiseless: bool = False, engine: str = "fast") -> FitResult:
-    """DP-SGD as the authors ran it (spec §4.5): shuffled fixed-size minibatches, drop-last.
+    """DP-SGD as the authors ran it: shuffled fixed-size minibatches, drop-last.
 
     Each step adds N(0, (σC/b)²) to the mean clipped gradient; returns the average of the
     epoch-end iterates after burn-in. `noiseless` keeps every random draw but scales the
@@ -127,7 +130,7 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
 
 
 def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
-    """Actual ε of a [C] fit: the mean's replace-one sensitivity is 2C/b, not C/b (spec §4.7.2).
+    """Actual ε of a paper-mode fit: the mean's replace-one sensitivity is 2C/b, not C/b.
 
     Re-runs the accountant with the effective noise multiplier σ/2 at the fit's δ₀.
     """
@@ -144,7 +147,10 @@ def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
 
 
 def strict_sigma(rho: float, steps: int = STRICT_STEPS) -> float:
-    """σ = √((K + 1)/(2ρ)): K gradient releases plus one noisy count at ρ-zCDP (spec §4.8 S4)."""
+    """σ = √((K + 1)/(2ρ)): K gradient releases plus one noisy count at ρ-zCDP.
+
+    docs/glm.md, "Strict fits".
+    """
     return math.sqrt((steps + 1) / (2.0 * rho))
 
 

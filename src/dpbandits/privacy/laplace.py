@@ -21,7 +21,7 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
 
 
 def laplace_scale(sensitivity: float, epsilon: float) -> float:
-    """Noise scale b = Δ/ε of the ε-DP Laplace mechanism (Dwork–Roth Thm 3.6; spec §4)."""
+    """Noise scale b = Δ/ε of the ε-DP Laplace mechanism (Dwork–Roth Thm 3.6)."""
     check_epsilon(epsilon)
     if not math.isfinite(sensitivity) or sensitivity <= 0:
         raise ConfigError(f"sensitivity = {sensitivity!r} is not allowed; must be a number > 0")
@@ -36,7 +36,7 @@ def laplace_noise(
 
 
 def laplace_sum(rng: np.random.Generator, counts: np.ndarray, scale: float) -> np.ndarray:
-    """Exact draw of Σ of n iid Laplace(0, b) per entry: Gamma(n, b) − Gamma(n, b) (spec §8)."""
+    """Exact draw of Σ of n iid Laplace(0, b) per entry: Gamma(n, b) − Gamma(n, b)."""
     n = np.asarray(counts, dtype=float)
     out = np.zeros(n.shape)
     pos = n > 0

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 from dpbandits.errors import ConfigError, PrivacyBudgetError
 
+ACCOUNTING_MODES = ("strict", "paper")  # the theorem's guarantee, or the authors' code
 EVERY_RECORD = "every record"
 CONVERSIONS = ("classic", "tight")
 TOLERANCE = 1e-9

@@ -1,4 +1,8 @@
-"""P_GD: shuffle-private projected gradient descent for the GLM loss (CJMP 2022; glm spec §5.6)."""
+"""P_GD: shuffle-private projected gradient descent for the GLM loss (Cheu et al., ICLR 2022).
+
+As used by the Private-GLM paper, Appendices E ("Convention bridging") and U; docs/glm.md,
+"Algorithm 1".
+"""
 
 from __future__ import annotations
 
@@ -25,14 +29,14 @@ STEP_RULES = ("Lg", "paper_L")
 
 def gd_iterations(epsilon: float, delta: float, n: int, d: int, *, log_power: int = 3,
                   max_iters: int = MAX_ITERS) -> int:
-    """N = max(1, ⌊ε²n²/(d ln^p(nd/δ))⌋), p = 3 ([P] main text), capped (spec §5.6)."""
+    """N = max(1, ⌊ε²n²/(d ln^p(nd/δ))⌋), p = 3 (the paper's Section 5), capped."""
     log_term = math.log(n * d / delta)
     raw = epsilon * epsilon * n * n / (d * max(log_term, 1e-12) ** log_power)
     return int(max(1, min(max_iters, math.floor(raw))))
 
 
 def gradient_bound(R: float, lam_max: float, S: float, n: int) -> float:
-    """L_g = R + λ_max·S/n: the per-user gradient norm bound of ℓ̃ on the S-ball (spec §5.6)."""
+    """L_g = R + λ_max·S/n: the per-user gradient norm bound of ℓ̃ on the S-ball."""
     return R + lam_max * S / n
 
 
@@ -55,7 +59,7 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
                theta0: np.ndarray | None = None, log_power: int = 3,
                max_iters: int = MAX_ITERS, step_rule: str = "Lg", c_b: float = CB_THEORY,
                log_arg: str = "theory") -> PGDResult:
-    """P_GD on ℓ̃_t(θ) = ℓ(θ; x_t, r_t) + (λ_max/(2n))‖θ‖² over {‖θ‖ ≤ S} (spec §5.6).
+    """P_GD on ℓ̃_t(θ) = ℓ(θ; x_t, r_t) + (λ_max/(2n))‖θ‖² over {‖θ‖ ≤ S} (paper App. E).
 
     Every iteration sums the users' clipped gradients with P_vec at (ε_i, δ_i) =
     split(ε, δ, N); the output is the mean of θ_1..θ_N. A per-iteration ε above CJMP's

@@ -1,4 +1,4 @@
-"""A trusted shuffler for one batch of clients (linear spec §6, shuffler semantics)."""
+"""A trusted shuffler for one batch of clients (Hanna et al., Section 5: shuffler semantics)."""
 
 from __future__ import annotations
 

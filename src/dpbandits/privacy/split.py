@@ -1,4 +1,8 @@
-"""Per-mechanism budget for k adaptive uses of an (ε, δ) total (glm spec §4.4)."""
+"""Per-mechanism budget for k adaptive uses of an (ε, δ) total.
+
+Private-GLM's per-fit budget as the authors' code splits it and Shuffle-GLM's P_GD iterations
+(docs/glm.md, "DP-SGD and the RDP accountant" and "Algorithm 1").
+"""
 
 from __future__ import annotations
 
@@ -26,7 +30,10 @@ def compose(eps0: float, delta0: float, k: int, delta_tot: float,
 
 def split(eps_tot: float, delta_tot: float, k: int, *, switch_k: int = NAIVE_MAX_K,
           tol: float = 1e-12, iters: int = 100) -> tuple[float, float]:
-    """(ε0, δ0) per use: (ε/k, δ/k) for k ≤ 10, else the advanced-composition root (spec §4.4)."""
+    """(ε0, δ0) per use: (ε/k, δ/k) for k ≤ 10, else the advanced-composition root.
+
+    Advanced composition: Dwork, Rothblum & Vadhan 2010 (Dwork–Roth 2014, Thm 3.20).
+    """
     if not (math.isfinite(eps_tot) and eps_tot > 0):
         raise ConfigError(f"epsilon = {eps_tot!r} is not allowed; must be a finite number > 0")
     if not 0 < delta_tot < 1:

@@ -1,8 +1,9 @@
 """RDP of the Poisson-subsampled Gaussian, σ calibration for AdaPrivate-TS-Amp, group privacy.
 
-Formulas: Mironov–Talwar–Zhang 2019 for integer orders (AdaPrivate-TS Eq. 15, ts spec §2.2),
+Formulas: Mironov–Talwar–Zhang 2019 for integer orders (AdaPrivate-TS Eq. (15)),
 checked against `dp_accounting.rdp.RdpAccountant`; the classic RDP → (ε, δ) conversion
-ε = min_α RDP(α) + ln(1/δ)/(α − 1) the paper uses (spec §2.2, §2.3).
+ε = min_α RDP(α) + ln(1/δ)/(α − 1) the paper uses (its Section 3.2; docs/ts.md, "AdaPrivate-TS-Amp
+and the subsampled Gaussian").
 """
 
 from __future__ import annotations
@@ -95,7 +96,7 @@ def rdp_replace_one(q: float, sigma: float, orders: tuple[int, ...] = PAPER_ORDE
 def classic_epsilon(
     rdp: np.ndarray, orders: tuple[int, ...], delta: float
 ) -> tuple[float, int]:
-    """ε = min_α RDP(α) + ln(1/δ)/(α − 1) and the minimising order (spec §2.2, paper mode)."""
+    """ε = min_α RDP(α) + ln(1/δ)/(α − 1) and the minimising order (paper Sec. 3.2)."""
     _check_delta(delta)
     alphas = np.asarray(orders, dtype=float)
     values = np.asarray(rdp, dtype=float) + math.log(1.0 / delta) / (alphas - 1.0)
@@ -155,7 +156,7 @@ def amp_sigma(
     relation: str = "add_remove",
     conversion: str = "classic",
 ) -> tuple[float, int]:
-    """Smallest σ_amp with ε(q, σ_amp) ≤ ε, and its optimal order (spec §2.2 "Calibrating σ_amp").
+    """Smallest σ_amp with ε(q, σ_amp) ≤ ε, and its optimal order (paper Sec. 3.2).
 
     Root of ε(σ) − ε on ln σ over [1e-3, 1e4] (ε is continuous and decreasing in σ), then
     moved onto the feasible side; an ε that no σ reaches with these orders raises ConfigError.
@@ -200,5 +201,8 @@ def group_rho(rho: float, k: int) -> float:
 
 
 def group_privacy_rho(epsilon_user: float, delta: float, k: int) -> float:
-    """ρ per event for a user-level (ε_user, δ) guarantee over k events (spec §9.5)."""
+    """ρ per event for a user-level (ε_user, δ) guarantee over k events.
+
+    The paper's last paragraph (group privacy); docs/ts.md, "Group privacy".
+    """
     return group_rho(rho_from_epsilon(epsilon_user, delta), k)

@@ -14,19 +14,19 @@ EAGER_MAX_ENTRIES = 1 << 22
 
 
 def tree_height(horizon: int) -> int:
-    """h = ⌈log2 T⌉ + 1: the number of nodes on a leaf-to-root path (spec §4.2)."""
+    """h = ⌈log2 T⌉ + 1: the number of nodes on a leaf-to-root path (docs/glm.md, "Trees")."""
     if horizon < 1:
         raise ValueError(f"horizon = {horizon!r} must be >= 1")
     return (int(horizon) - 1).bit_length() + 1
 
 
 def tree_sigma_from_rho(rho_tree: float, horizon: int, sensitivity: float) -> float:
-    """Per-node σ = Δ/√(2ρ_tree/h): ρ_tree split evenly over the h nodes of a path (spec §4.2)."""
+    """Per-node σ = Δ/√(2ρ_tree/h): ρ_tree split evenly over the h nodes of a path."""
     return gaussian_sigma(sensitivity, rho_tree / tree_height(horizon))
 
 
 def tree_sigma(epsilon: float, delta: float, horizon: int, sensitivity: float) -> float:
-    """Per-node σ for an (ε, δ) tree via the classic zCDP conversion (spec §4.2)."""
+    """Per-node σ for an (ε, δ) tree via the classic zCDP conversion (Bun & Steinke, Prop. 1.3)."""
     return tree_sigma_from_rho(rho_from_epsilon(epsilon, delta), horizon, sensitivity)
 
 
@@ -70,7 +70,7 @@ def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np
 
 
 class MatrixTree:
-    """Continual release of prefix sums of symmetric `dim`×`dim` matrices (spec §4.2).
+    """Continual release of prefix sums of symmetric `dim`×`dim` matrices (Private-GLM App. J.3).
 
     Every node j = 1..2^h−1 carries a fixed symmetric noise Z_j = (G_j + G_jᵀ)/2, G_j with
     i.i.d. N(0, σ²) entries (diagonal variance σ², off-diagonal σ²/2): Gaussian with density
@@ -199,7 +199,7 @@ class MatrixTree:
         return psd_repair(self.query_raw(), self.psd_floor)
 
     def query(self) -> np.ndarray:
-        """The released matrix: noisy prefix sum + shift·I, PSD-repaired (spec §4.2).
+        """The released matrix: noisy prefix sum + shift·I, PSD-repaired.
 
         When Gershgorin's discs already put every eigenvalue above the floor the repair is
         the identity and the eigen-decomposition is skipped.

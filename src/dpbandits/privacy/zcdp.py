@@ -23,7 +23,10 @@ def epsilon_from_rho(rho: float, delta: float) -> float:
 
 
 def rho_from_epsilon(epsilon: float, delta: float) -> float:
-    """Inverse of the classic conversion: ρ = (√(ln(1/δ) + ε) − √ln(1/δ))² (glm spec §4.2)."""
+    """Inverse of the classic conversion: ρ = (√(ln(1/δ) + ε) − √ln(1/δ))².
+
+    The classic conversion is Bun & Steinke 2016, Prop. 1.3 (AdaPrivate-TS Eq. (2.8)).
+    """
     _check("epsilon", epsilon, 0.0)
     _check("delta", delta, 0.0, 1.0)
     a = math.log(1.0 / delta)

@@ -25,7 +25,6 @@ from dpbandits.privacy.commands._output import (
     verified,
 )
 
-NAME = "shuffle"
 BOUND_NAMES = {"closed-form": "fmt_thm", "closed-form-ref": "fmt_ref", "fmt": "numerical"}
 BOUND_LABELS = {
     "fmt_thm": "closed form, Feldman–McMillan–Talwar 2021 Thm 3.1",

@@ -17,9 +17,6 @@ from dpbandits.privacy.commands._output import (
 )
 from dpbandits.privacy.subsampled import EXTENDED_ORDERS, PAPER_ORDERS, amp_epsilon, amp_sigma
 
-NAME = "subsampled-gaussian"
-HELP = "noise σ of the Poisson-subsampled Gaussian at rate q (RDP, AdaPrivate-TS Eq. 15)"
-
 RDP_SOURCE = "RDP of the Poisson-subsampled Gaussian, Mironov–Talwar–Zhang 2019"
 CONVERSION_SOURCE = {
     "classic": "classic conversion ε = min_α RDP(α) + ln(1/δ)/(α−1), Mironov 2017 Prop. 3",

@@ -17,9 +17,6 @@ from dpbandits.privacy.zcdp import (
     rho_from_epsilon_tight,
 )
 
-NAME = "zcdp"
-HELP = "zCDP <-> (epsilon, delta) conversion (Bun & Steinke 2016)"
-
 BOUND_LABELS = {
     "classic": "classic conversion ε = ρ + 2√(ρ ln(1/δ)), Bun–Steinke 2016 Prop. 1.3",
     "tight": "RDP(α) = ρα through dp-accounting, conversion of Canonne–Kamath–Steinke 2020 "

@@ -1,44 +1,19 @@
-"""Claims checked with stated tests: selection, semantics, calibration, verdicts, validation."""
+"""Claims checked with stated tests: semantics, calibration, verdicts."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from scipy import stats
 
-from dpbandits.claims import (
-    ALPHA,
-    Context,
-    NotComparable,
-    Results,
-    evaluate_claim,
-    load_claims_file,
-    one_sided_t,
-    run_comparison,
-    select,
-    trial_values,
-    validate_claim,
-)
-from dpbandits.config import REPO_ROOT
-from dpbandits.errors import ConfigError
+from dpbandits.paper.claims import Context, evaluate_claim, one_sided_t, run_comparison
+from dpbandits.paper.published import ALPHA, validate_claim
+from dpbandits.paper.results import Results
+
+from paper_helpers import frame
 
 RNG_SEED = 20251129
-
-
-def frame(groups: dict[tuple, np.ndarray], horizon: int = 1000) -> pd.DataFrame:
-    """Tidy summary rows: key (algorithm, epsilon, S) → per-trial regret (trial i = seed i)."""
-    rows = []
-    s_values = sorted({k[2] for k in groups})
-    for (algorithm, eps, s), values in groups.items():
-        for seed, value in enumerate(values):
-            rows.append({"experiment": "unit", "algorithm": algorithm, "policy": algorithm,
-                         "accounting": "strict", "epsilon": np.nan if eps is None else eps,
-                         "instance_index": s_values.index(s), "S": s, "T": horizon,
-                         "seed": seed, "regret": float(value), "mean_reward": 0.5,
-                         "kappa": 10.0 * s})
-    return pd.DataFrame(rows)
 
 
 def ctx(summary: pd.DataFrame, metric: str = "regret", alpha: float = ALPHA) -> Context:
@@ -48,37 +23,6 @@ def ctx(summary: pd.DataFrame, metric: str = "regret", alpha: float = ALPHA) -> 
 @pytest.fixture(scope="module")
 def rng() -> np.random.Generator:
     return np.random.default_rng(RNG_SEED)
-
-
-def test_select_lists_missing_epsilon_and_extremes():
-    df = frame({("A", None, 2.0): [1, 2], ("B", 1.0, 2.0): [3, 4], ("B", 8.0, 2.0): [5, 6],
-                ("B", 8.0, 3.0): [7, 8]})
-    assert set(select(df, {"algorithm": ["A", "B"], "S": 3.0})["regret"]) == {7, 8}
-    assert set(select(df, {"epsilon": None})["algorithm"]) == {"A"}
-    assert set(select(df, {"algorithm": "B", "epsilon": "max", "S": 2.0})["regret"]) == {5, 6}
-    assert set(select(df, {"algorithm": "B", "epsilon": "min"})["regret"]) == {3, 4}
-    with pytest.raises(NotComparable, match="column 'q'"):
-        select(df, {"q": 0.3})
-
-
-def test_select_reads_grid_parameter_columns():
-    df = frame({("A", 1.0, 2.0): [1, 2, 3]}).assign(param_q=[0.1, 0.3, 0.3])
-    assert len(select(df, {"q": 0.3})) == 2
-
-
-def test_ambiguous_selection_is_not_comparable():
-    df = frame({("P", 4.0, 2.0): [1, 2], ("P", 8.0, 2.0): [3, 4]})
-    with pytest.raises(NotComparable, match="several rows per trial"):
-        trial_values(df, {"algorithm": "P"}, "regret")
-
-
-def test_pick_best_keeps_the_best_grid_cell():
-    df = pd.concat([frame({("TS [v=1]", 1.0, 2.0): [10, 11]}),
-                    frame({("TS [v=2]", 1.0, 2.0): [20, 21]})]).assign(grid_of="TS")
-    low = trial_values(df, {"grid_of": "TS", "pick": "best"}, "regret")
-    high = trial_values(df, {"grid_of": "TS", "pick": "best"}, "mean_reward")
-    assert list(low) == [10, 11]  # lower regret is better
-    assert len(high) == 2
 
 
 def test_paired_test_used_for_common_trials_and_matches_scipy(rng):
@@ -211,34 +155,3 @@ def test_evaluate_claim_statuses(rng):
     assert missing.status == "not run" and "not in the configuration" in missing.reason
     absent = claim(comparison={"kind": "less", "a": {"algorithm": "A"}, "b": {"algorithm": "X"}})
     assert "no results for X" in evaluate_claim(absent, results(df)).reason
-
-
-@pytest.mark.parametrize(
-    "override,needle",
-    [
-        ({"comparison": {"kind": "bigger"}}, "kind 'bigger' is not allowed"),
-        ({"comparison": {"kind": "less", "a": {}}}, "lacks 'b'"),
-        ({"test": "z_test"}, "test 'z_test' is not allowed"),
-        ({"alpha": 0.7}, "alpha 0.7 is not allowed"),
-    ],
-)
-def test_bad_claims_fail_with_one_line(override, needle):
-    with pytest.raises(ConfigError, match=needle) as info:
-        claim(**override)
-    assert "\n" not in str(info.value)
-
-
-def test_missing_key_and_duplicate_ids(tmp_path):
-    with pytest.raises(ConfigError, match="lacks 'horizon'"):
-        validate_claim({"id": "x", "paper": "glm", "text": "t", "experiment": "e",
-                        "comparison": {}}, 3)
-    path = tmp_path / "claims.yaml"
-    path.write_text(yaml.safe_dump({"claims": [claim(), claim()]}))
-    with pytest.raises(ConfigError, match="repeated: c1"):
-        load_claims_file(path)
-
-
-def test_repository_claims_file_is_valid():
-    data = load_claims_file(REPO_ROOT / "paper" / "claims.yaml")
-    assert len(data["claims"]) >= 20
-    assert {c["paper"] for c in data["claims"]} == {"glm", "linear", "ts"}

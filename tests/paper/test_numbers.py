@@ -9,9 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dpbandits.claims import load_claims_file
-from dpbandits.config import REPO_ROOT, load_config
-from dpbandits.numbers import (
+from dpbandits.config import load_config
+from dpbandits.paper.numbers import (
     declared_keys,
     experiment_numbers,
     fmt,
@@ -20,7 +19,9 @@ from dpbandits.numbers import (
     report_numbers,
     write_numbers,
 )
-from dpbandits.report import load_published_dir
+from dpbandits.paper.published import load_claims_file, load_published
+
+from conftest import REPO
 
 
 def summary() -> pd.DataFrame:
@@ -99,10 +100,11 @@ def test_render_defines_each_key_once_and_escapes(tmp_path):
 
 
 def test_main_tex_uses_only_keys_the_paper_config_defines():
-    config = load_config(REPO_ROOT / "config" / "config.yaml")
-    claims = [c["id"] for c in load_claims_file(REPO_ROOT / "paper" / "claims.yaml")["claims"]]
-    keys = declared_keys(config, load_published_dir(REPO_ROOT / "paper" / "published"), claims)
-    text = "\n".join(line for line in (REPO_ROOT / "paper" / "main.tex").read_text().splitlines()
+    config = load_config(REPO / "config" / "config.yaml")
+    claims = [c["id"] for c in load_claims_file(REPO / "paper" / "claims.yaml")["claims"]]
+    keys = declared_keys(config, load_published((REPO / "paper" / "published").glob("*.yaml")),
+                         claims)
+    text = "\n".join(line for line in (REPO / "paper" / "main.tex").read_text().splitlines()
                      if not line.lstrip().startswith("%"))
     used = set(re.findall(r"\\(?:dpb|verdict)\{([^{}#]+)\}", text))
     assert len(used) > 30

@@ -10,6 +10,7 @@ from dpbandits.atomic import atomic_output, write_text_atomic
 
 
 def mean_sd(mean: float, sd: float, digits: int = 1) -> str:
+    """"mean ± sd" at a fixed number of decimals."""
     return f"{mean:.{digits}f} ± {sd:.{digits}f}"
 
 
@@ -21,6 +22,7 @@ def _latex_escape(text: str) -> str:
 
 
 def to_markdown(df: pd.DataFrame) -> str:
+    """A DataFrame as a Markdown table (empty cells for missing values)."""
     header = "| " + " | ".join(map(str, df.columns)) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
     body = ["| " + " | ".join("" if pd.isna(v) else str(v) for v in row) + " |"
@@ -29,6 +31,7 @@ def to_markdown(df: pd.DataFrame) -> str:
 
 
 def to_latex(df: pd.DataFrame, caption: str) -> str:
+    """A DataFrame as a booktabs LaTeX table with its caption."""
     cols = "l" * len(df.columns)
     lines = [r"\begin{table}[t]", r"\centering", r"\small", rf"\begin{{tabular}}{{{cols}}}",
              r"\toprule", " & ".join(_latex_escape(str(c)) for c in df.columns) + r" \\",

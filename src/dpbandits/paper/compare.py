@@ -1,0 +1,236 @@
+"""One published number against ours: the agreement rule that applies (paper/claims.yaml
+`agreement`, else the entry's own, else within 2 standard errors) and the verdict."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from dpbandits import stats
+from dpbandits.errors import ConfigError
+from dpbandits.paper.results import NotComparable, Results, metric_values, trial_values
+
+DEFAULT_RULE = {"kind": "standard_errors", "tolerance": 2.0}
+RULE_KINDS = ("relative", "factor", "standard_errors", "absolute")
+LABEL_EPS = re.compile(r"^(?P<alg>.+?)\s+ε0?\s*=\s*(?P<eps>[0-9.eE+-]+)$")
+
+
+@dataclass
+class NumberResult:
+    """One published number next to ours."""
+
+    paper: str
+    family: str
+    entry: str
+    source: str
+    experiment: str
+    label: str
+    column: str
+    grid: str
+    published: float
+    status: str
+    reason: str
+    rule: str = ""
+    mean: float | None = None
+    se: float | None = None
+    n: int = 0
+    accounting: str = ""
+
+
+def agreement_rule(ref: str, label: str, entry: dict[str, Any],
+                   rules: list[dict[str, Any]], default: dict[str, Any]) -> dict[str, Any]:
+    """First rule of claims.yaml `agreement` matching (entry, label); else the entry's own
+    `agreement`; else the default (2 standard errors)."""
+    base = label_parts(label)[0]
+    for rule in rules:
+        if not fnmatch.fnmatchcase(ref, rule.get("published", "*")):
+            continue
+        patterns = rule.get("algorithms")
+        if patterns and not any(fnmatch.fnmatchcase(label, p) or fnmatch.fnmatchcase(base, p)
+                                for p in patterns):
+            continue
+        return _checked_rule({**rule["rule"], "basis": rule.get("basis", ""),
+                              "note": rule.get("note", "")}, ref)
+    if entry.get("agreement"):
+        return _checked_rule(entry["agreement"], ref)
+    return _checked_rule(default, ref)
+
+
+def _checked_rule(rule: dict[str, Any], ref: str) -> dict[str, Any]:
+    if rule.get("kind") not in RULE_KINDS:
+        raise ConfigError(f"agreement rule for {ref}: kind {rule.get('kind')!r} is not allowed; "
+                          f"allowed: {', '.join(RULE_KINDS)}")
+    tol = rule.get("tolerance")
+    if not isinstance(tol, int | float) or tol <= 0 or (rule["kind"] == "factor" and tol < 1):
+        raise ConfigError(f"agreement rule for {ref}: tolerance {tol!r} is not allowed; "
+                          "allowed: a positive number (≥ 1 for factor)")
+    return rule
+
+
+def describe_rule(rule: dict[str, Any]) -> str:
+    """An agreement rule as text, e.g. "±5 % (basis)"."""
+    tol = rule["tolerance"]
+    text = {
+        "relative": f"±{100 * tol:g} %",
+        "factor": f"within a factor {tol:g}",
+        "standard_errors": f"±{tol:g} s.e.",
+        "absolute": f"±{tol:g}",
+    }[rule["kind"]]
+    return f"{text} ({rule['basis']})" if rule.get("basis") else text
+
+
+def apply_rule(rule: dict[str, Any], mean: float, se: float, n: int, published: float) \
+        -> tuple[bool | None, str]:
+    """(agrees, how far off); None when the rule cannot be applied (e.g. s.e. of one trial)."""
+    kind, tol = rule["kind"], float(rule["tolerance"])
+    if kind == "relative":
+        rel = mean / published - 1
+        return abs(rel) <= tol, f"{100 * rel:+.1f} % from published"
+    if kind == "factor":
+        ratio = mean / published
+        return 1 / tol <= ratio <= tol, f"{ratio:.2f}× published"
+    if kind == "absolute":
+        diff = mean - published
+        return abs(diff) <= tol, f"{diff:+.4g} from published"
+    if n < 2:
+        return None, "one trial: no standard error"
+    if se == 0:
+        same = math.isclose(mean, published, rel_tol=1e-9, abs_tol=1e-12)
+        return same, "no spread across trials"
+    z = (mean - published) / se
+    return abs(z) <= tol, f"{z:+.1f} s.e. from published"
+
+
+def label_parts(label: str) -> tuple[str, float | None]:
+    """"Private-GLM ε=4" → ("Private-GLM", 4.0); "GLOC" → ("GLOC", None)."""
+    m = LABEL_EPS.match(label)
+    if m:
+        return m.group("alg"), float(m.group("eps"))
+    return label, None
+
+
+def grid_text(column: str, grid: Any) -> str:
+    """A published grid value as text, e.g. "S=2"; "" for none."""
+    if grid is None:
+        return ""
+    try:
+        return f"{column}={float(grid):g}"
+    except (TypeError, ValueError):
+        return f"{column}={grid}"
+
+
+def _number_where(label: str, column: str | None, grid: Any, entry: dict[str, Any],
+                  summary: pd.DataFrame) -> dict[str, Any]:
+    algorithm, eps = label_parts(label)
+    where: dict[str, Any] = dict(entry.get("where") or {})
+    key = "algorithm"
+    if not (summary["algorithm"] == algorithm).any() and "grid_of" in summary.columns \
+            and (summary["grid_of"] == algorithm).any():
+        key = "grid_of"
+    where[key] = algorithm
+    if eps is not None:
+        where["epsilon"] = eps
+    elif column != "epsilon" and "epsilon" not in where:
+        where["epsilon"] = None
+    if grid is not None and column:
+        where[column] = _grid_value(grid)
+    if entry.get("pick"):
+        where["pick"] = entry["pick"]
+    return where
+
+
+def _grid_value(grid: Any) -> Any:
+    try:
+        return float(grid)
+    except (TypeError, ValueError):
+        return grid
+
+
+def horizon_reason(summary: pd.DataFrame, horizon: Any) -> str | None:
+    """None when the results ran the published horizon; else why they are not comparable."""
+    if horizon is None:
+        return None
+    ours = int(summary["T"].max())
+    if ours == int(horizon):
+        return None
+    scale = " (smoke scale)" if ours < int(horizon) else ""
+    return f"not comparable{scale}: T = {ours} here, published T = {int(horizon)}"
+
+
+def compare_number(ref: str, entry: dict[str, Any], label: str, grid: Any, published: float,
+                   results: Results, experiment: str | None, rule: dict[str, Any],
+                   paper: str) -> NumberResult:
+    """Verdict of one published number against our trials."""
+    family, key = ref.split(":", 1)
+    column = str(entry.get("column", ""))
+    base = NumberResult(paper=paper, family=family, entry=key, source=entry.get("source", ""),
+                        experiment=experiment or "", label=label, column=column,
+                        grid=grid_text(column, grid), published=published, status="not run",
+                        reason="", rule=describe_rule(rule))
+    if experiment is None:
+        base.reason = "no experiment in the configuration measures this entry"
+        return base
+    if results.summaries.get(experiment) is None:
+        base.reason = f"no results yet (results/{experiment}/summary.csv)"
+        return base
+    metric = entry.get("metric", "regret")
+    scale = horizon_reason(results.summaries[experiment], entry.get("horizon"))
+    try:
+        summary = results.frame(experiment, metric, entry.get("reference"))
+        where = _number_where(label, column or None, grid, entry, summary)
+        values = trial_values(summary, where, metric)
+    except NotComparable as exc:
+        base.reason = f"{scale}; {exc}" if scale else f"not comparable: {exc}"
+        return base
+    arr = values.to_numpy(float)
+    base.n = len(arr)
+    base.mean = float(arr.mean())
+    base.se = float(stats.standard_error(arr)) if len(arr) > 1 else None
+    rows = summary[summary["algorithm"].isin([where.get("algorithm", where.get("grid_of"))])]
+    base.accounting = ",".join(sorted(set(rows["accounting"].dropna().astype(str)))) \
+        if "accounting" in rows else ""
+    if scale:
+        base.reason = scale
+        return base
+    agrees, how = apply_rule(rule, base.mean, base.se or 0.0, base.n, published)
+    if agrees is None:
+        base.reason = f"not comparable: {how}"
+        return base
+    base.status = "reproduced" if agrees else "differs"
+    note = rule.get("note")
+    base.reason = how if agrees else f"{how}; allowed {describe_rule(rule).split(' (')[0]}"
+    if note and not agrees:
+        base.reason += f" — {note}"
+    return base
+
+
+def also_measured(entry: dict[str, Any], summary: pd.DataFrame, numbers: list[NumberResult]) \
+        -> list[dict[str, Any]]:
+    """Groups of the experiment with no published value (other variants, strict accounting)."""
+    column = entry.get("column")
+    try:
+        metric_values(summary, entry.get("metric", "regret"))
+    except NotComparable:
+        return []
+    keys = ["algorithm", "epsilon"] + ([column] if column and column in summary else [])
+    published = {(n.label, n.grid) for n in numbers}
+    out = []
+    for values, df in summary.groupby(keys, dropna=False, sort=True):
+        algorithm, eps = values[0], values[1]
+        label = algorithm if pd.isna(eps) else f"{algorithm} ε={eps:g}"
+        grid = grid_text(column, values[2]) if len(values) > 2 else ""
+        if (label, grid) in published:
+            continue
+        arr = metric_values(df, entry.get("metric", "regret")).dropna().to_numpy(float)
+        if not len(arr):
+            continue
+        se = float(stats.standard_error(arr)) if len(arr) > 1 else None
+        accounting = df["accounting"].iloc[0] if "accounting" in df else ""
+        out.append({"label": label, "grid": grid, "mean": float(arr.mean()), "se": se,
+                    "n": len(arr), "accounting": "" if pd.isna(eps) else accounting})
+    return out

@@ -1,0 +1,245 @@
+"""The reproduction report as Markdown, HTML and JSON (paper/reproduction.{md,html,json})."""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpbandits.atomic import write_text_atomic
+from dpbandits.paper.claims import ClaimResult
+from dpbandits.paper.compare import NumberResult
+from dpbandits.paper.reproduction import PublishedClaimResult, Reproduction
+
+PAPERS = {
+    "glm": "Shuffle and Joint Differential Privacy for Generalized Linear Contextual Bandits "
+           "(Sarmasarkar)",
+    "linear": "Differentially Private Stochastic Linear Bandits: (Almost) for Free "
+              "(Hanna, Girgis, Fragouli, Diggavi)",
+    "ts": "AdaPrivate-TS: Private Thompson Sampling for Contextual Bandits with Privacy "
+          "Amplification (Riyazat, Ukwatta)",
+}
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and not np.isfinite(x)):
+        return "—"
+    return f"{x:.{digits}g}"
+
+
+def _ours(r: NumberResult) -> str:
+    if r.mean is None:
+        return "—"
+    se = f" ± {_num(r.se)}" if r.se is not None else ""
+    return f"{_num(r.mean)}{se} (n = {r.n})"
+
+
+def _verdict(status: str, reason: str) -> str:
+    return f"**{status}**" + (f": {reason}" if reason else "")
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(text: Any) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _sections(rep: Reproduction) -> list[dict[str, Any]]:
+    """Display structure shared by the Markdown and HTML renderings."""
+    papers = list(PAPERS) + sorted({e["paper"] for e in rep.entries.values()} - set(PAPERS))
+    out = []
+    for paper in papers:
+        blocks = []
+        for ref, info in rep.entries.items():
+            if info["paper"] != paper:
+                continue
+            numbers = [r for r in rep.numbers if f"{r.family}:{r.entry}" == ref]
+            claims = [r for r in rep.published_claims if f"{r.family}:{r.entry}" == ref]
+            exp = info["experiment"]
+            meta = rep.experiments.get(exp or "", {})
+            where = f"experiment `{exp}`" if exp else "no experiment configured"
+            if meta.get("T"):
+                where += f" (T = {meta['T']}, {meta['trials']} trials)"
+            horizon = f"; published T = {info['horizon']}" if info.get("horizon") else ""
+            blocks.append({"title": f"{ref} — {info['source']}", "where": where + horizon,
+                           "metric": info["metric"] if numbers else "", "numbers": numbers,
+                           "claims": claims, "extras": rep.extras.get(ref, [])})
+        own = [c for c in rep.claims if c.paper == paper and not c.covers]
+        covering = [c for c in rep.claims if c.paper == paper and c.covers]
+        if blocks or own or covering:
+            out.append({"paper": paper, "title": PAPERS.get(paper, paper), "blocks": blocks,
+                        "claims": own, "covering": covering})
+    return out
+
+
+def number_rows(numbers: list[NumberResult]) -> list[list[str]]:
+    """Table rows of published numbers (NUMBER_HEADER)."""
+    return [[r.label, r.grid or "—", _num(r.published), _ours(r), r.rule,
+             _verdict(r.status, r.reason)] for r in numbers]
+
+
+NUMBER_HEADER = ["algorithm", "setting", "published", "ours (mean ± s.e.)", "agreement rule",
+                 "verdict"]
+PCLAIM_HEADER = ["claim", "published", "ours", "checked by", "verdict"]
+CLAIM_HEADER = ["claim", "source", "experiment", "test", "measured", "verdict"]
+
+
+def pclaim_rows(claims: list[PublishedClaimResult]) -> list[list[str]]:
+    """Table rows of published claims and items (PCLAIM_HEADER)."""
+    return [[r.text, r.published or "—", r.measured or "—", r.via or "—",
+             _verdict(r.status, r.reason)] for r in claims]
+
+
+def claim_rows(claims: list[ClaimResult]) -> list[list[str]]:
+    """Table rows of tested claims (CLAIM_HEADER)."""
+    return [[f"{c.text} (`{c.id}`)", c.source, c.experiment, c.test or "—", c.measured or "—",
+             _verdict(c.status, c.reason)] for c in claims]
+
+
+def render_markdown(rep: Reproduction) -> str:
+    """The report as Markdown: summary line, then per paper its entries and claims."""
+    lines = [
+        "# Reproduction report",
+        "",
+        f"**{rep.summary_line()}.**",
+        "",
+        "Every published number and claim of the three papers, our value with its uncertainty "
+        "(mean ± standard error over trials), and a verdict: *reproduced* (within the stated "
+        "agreement rule, or the claim's statistical test supports it), *differs* (with the "
+        "reason) or *not run* (no results, or results at another scale, e.g. the smoke "
+        "configuration). Agreement rules follow the specifications where they give one "
+        "(glm spec §6.6); otherwise a number is reproduced when our mean is within 2 standard "
+        "errors of it. Claims name their test; strict claims (A < B, grows, falls) need the "
+        "test to establish them at the stated level, non-strict ones (A ≤ B, within a range) "
+        "must not be contradicted by it.",
+        "",
+    ]
+    for section in _sections(rep):
+        lines += [f"## {section['title']}", ""]
+        for block in section["blocks"]:
+            metric = f"; metric: {block['metric']}" if block["metric"] else ""
+            lines += [f"### {block['title']}", "", f"Measured by {block['where']}{metric}.", ""]
+            if block["numbers"]:
+                lines.append(_md_table(NUMBER_HEADER, number_rows(block["numbers"])))
+            if block["extras"]:
+                extra = "; ".join(
+                    f"{e['label']}{' ' + e['grid'] if e['grid'] else ''}"
+                    f"{' [' + e['accounting'] + ']' if e['accounting'] else ''}: "
+                    f"{_num(e['mean'])} ± {_num(e['se'])}" for e in block["extras"])
+                lines += [f"Also measured (no published value): {extra}.", ""]
+            if block["claims"]:
+                lines.append(_md_table(PCLAIM_HEADER, pclaim_rows(block["claims"])))
+        if section["covering"]:
+            lines += ["#### Tests behind the published claims above", "",
+                      _md_table(CLAIM_HEADER, claim_rows(section["covering"]))]
+        if section["claims"]:
+            lines += ["### Further claims of the paper text", "",
+                      _md_table(CLAIM_HEADER, claim_rows(section["claims"]))]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.4}
+table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;width:100%}
+th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
+th{background:#f3f3f3}.reproduced{color:#1a7f37}.differs{color:#b3261e}
+.not-run{color:#6b6b6b}.summary{font-size:1.2em;font-weight:bold}
+code{background:#f5f5f5;padding:0 3px}
+"""
+
+
+def _html_table(header: list[str], rows: list[list[str]], statuses: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = []
+    for row, status in zip(rows, statuses, strict=True):
+        cells = [html.escape(str(c)) for c in row[:-1]]
+        verdict = str(row[-1]).replace("**", "")
+        word, _, reason = verdict.partition(": ")
+        cls = status.replace(" ", "-")
+        cells.append(f'<strong class="{cls}">{html.escape(word)}</strong>'
+                     + (f": {html.escape(reason)}" if reason else ""))
+        body.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def render_html(rep: Reproduction) -> str:
+    """A self-contained HTML page with the same content as the Markdown report."""
+    c = rep.counts()
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>Reproduction report: {html.escape(rep.summary_line())}</title>",
+        f"<style>{_STYLE}</style></head><body><h1>Reproduction report</h1>",
+        f"<p class='summary'><span class='reproduced'>{c['reproduced']} reproduced</span>, "
+        f"<span class='differs'>{c['differs']} differ</span>, "
+        f"<span class='not-run'>{c['not run']} not run</span></p>",
+        "<p>Every published number and claim of the three papers next to ours (mean ± standard "
+        "error over trials) with a verdict; agreement rules and tests as in "
+        "<code>paper/claims.yaml</code>.</p>",
+    ]
+    for section in _sections(rep):
+        parts.append(f"<h2>{html.escape(section['title'])}</h2>")
+        for block in section["blocks"]:
+            metric = f"; metric: {block['metric']}" if block["metric"] else ""
+            parts.append(f"<h3>{html.escape(block['title'])}</h3><p>Measured by "
+                         f"{html.escape(block['where'].replace('`', '') + metric)}.</p>")
+            if block["numbers"]:
+                parts.append(_html_table(NUMBER_HEADER, number_rows(block["numbers"]),
+                                         [r.status for r in block["numbers"]]))
+            if block["extras"]:
+                items = "".join(
+                    f"<li>{html.escape(e['label'])} {html.escape(e['grid'])}: "
+                    f"{_num(e['mean'])} ± {_num(e['se'])}</li>" for e in block["extras"])
+                parts.append(f"<p>Also measured (no published value):</p><ul>{items}</ul>")
+            if block["claims"]:
+                parts.append(_html_table(PCLAIM_HEADER, pclaim_rows(block["claims"]),
+                                         [r.status for r in block["claims"]]))
+        for key, title in (("covering", "Tests behind the published claims above"),
+                           ("claims", "Further claims of the paper text")):
+            if section[key]:
+                parts.append(f"<h3>{title}</h3>")
+                parts.append(_html_table(CLAIM_HEADER, claim_rows(section[key]),
+                                         [r.status for r in section[key]]))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def write_report(rep: Reproduction, md: str | Path, html_path: str | Path,
+                 json_path: str | Path) -> None:
+    """Write the Markdown, HTML and JSON renderings (each atomically)."""
+    for path, text in ((md, render_markdown(rep)), (html_path, render_html(rep)),
+                       (json_path, json.dumps(_finite(rep.as_dict()), indent=1,
+                                              default=_json_default))):
+        write_text_atomic(path, text)
+
+
+def _finite(value: Any) -> Any:
+    """NaN/inf → None, recursively (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    if isinstance(value, float | np.floating) and not math.isfinite(float(value)):
+        return None
+    return value
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer | np.floating):
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def summary_line_of(json_path: str | Path) -> str | None:
+    """The summary line of a written report, or None when there is none."""
+    path = Path(json_path)
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get("summary_line")

@@ -1,0 +1,245 @@
+"""Every verdict of the reproduction report: each published number (dpbandits.paper.compare),
+each published claim and item, and each claim of paper/claims.yaml (dpbandits.paper.claims)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from dpbandits.errors import ConfigError
+from dpbandits.paper.claims import STATUSES, ClaimResult, evaluate_claim
+from dpbandits.paper.compare import (
+    DEFAULT_RULE,
+    NumberResult,
+    agreement_rule,
+    also_measured,
+    compare_number,
+    horizon_reason,
+)
+from dpbandits.paper.published import (
+    covers_item,
+    experiment_for,
+    paper_of,
+    published_claims,
+    published_items,
+    published_numbers,
+)
+from dpbandits.paper.results import NotComparable, Results
+
+
+@dataclass
+class PublishedClaimResult:
+    """One claim of a published-results file with the verdict of its check."""
+
+    paper: str
+    family: str
+    entry: str
+    key: str
+    text: str
+    published: str
+    experiment: str
+    status: str
+    reason: str
+    measured: str = ""
+    test: str = ""
+    via: str = ""
+
+
+@dataclass
+class Reproduction:
+    """Everything the report shows, in display order."""
+
+    numbers: list[NumberResult] = field(default_factory=list)
+    published_claims: list[PublishedClaimResult] = field(default_factory=list)
+    claims: list[ClaimResult] = field(default_factory=list)
+    extras: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    experiments: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def verdict_rows(self) -> list[Any]:
+        """Rows counted in the summary: numbers, published claims, claims covering none."""
+        own = [c for c in self.claims if not c.covers]
+        return [*self.numbers, *self.published_claims, *own]
+
+    def counts(self) -> dict[str, int]:
+        """Number of verdict rows per status."""
+        counts = dict.fromkeys(STATUSES, 0)
+        for row in self.verdict_rows():
+            counts[row.status] += 1
+        return counts
+
+    def summary_line(self) -> str:
+        """"<n> reproduced, <n> differ, <n> not run"."""
+        c = self.counts()
+        return f"{c['reproduced']} reproduced, {c['differs']} differ, {c['not run']} not run"
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready data (paper/reproduction.json)."""
+        return {
+            "summary": self.counts(),
+            "summary_line": self.summary_line(),
+            "numbers": [asdict(r) for r in self.numbers],
+            "published_claims": [asdict(r) for r in self.published_claims],
+            "claims": [c.as_dict() for c in self.claims],
+            "extras": self.extras,
+            "experiments": self.experiments,
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Published claims: our tested claims that cover them, else the experiment's claims table
+
+
+VERDICT_WORDS = {"reproduced": "reproduced", "supported": "reproduced", "holds": "reproduced",
+                 "true": "reproduced", "yes": "reproduced", "differs": "differs",
+                 "not supported": "differs", "false": "differs", "no": "differs"}
+
+
+def _table_verdict(table: pd.DataFrame, key: str, claim: dict[str, Any]) \
+        -> tuple[str, str] | None:
+    text = str(claim.get("text", "")).strip()
+    for _, row in table.iterrows():
+        names = {str(row.get(c, "")).strip() for c in ("claim", "id", "statement", "text")}
+        if key in names or (text and text in names):
+            verdict = str(row.get("verdict", row.get("holds", ""))).strip()
+            measured = str(row.get("measured", row.get("ours", ""))).strip()
+            word = verdict.lower().split(" (")[0]
+            return VERDICT_WORDS.get(word, "not run"), measured or verdict
+    return None
+
+
+def _combine(results: list[ClaimResult]) -> tuple[str, str, str, str]:
+    statuses = {r.status for r in results}
+    status = "differs" if "differs" in statuses else (
+        "reproduced" if statuses == {"reproduced"} else "not run")
+    chosen = [r for r in results if r.status == status] or results
+    reason = "; ".join(f"{r.id}: {r.reason}" for r in chosen)
+    measured = "; ".join(r.measured for r in chosen if r.measured)
+    test = "; ".join(sorted({r.test for r in chosen if r.test}))
+    return status, reason, measured, test
+
+
+def check_published_claim(ref: str, entry: dict[str, Any], key: str, claim: dict[str, Any],
+                          experiment: str | None, summary: pd.DataFrame | None,
+                          table: pd.DataFrame | None, claim_results: list[ClaimResult],
+                          paper: str) -> PublishedClaimResult:
+    """Verdict of a published claim: from the claims.yaml tests that cover it, else from the
+    experiment's claims table `table` (results at another horizon: not comparable)."""
+    family, entry_key = ref.split(":", 1)
+    base = PublishedClaimResult(
+        paper=paper, family=family, entry=entry_key, key=key,
+        text=str(claim.get("text", key)).strip(), published=str(claim.get("published", "")),
+        experiment=experiment or "", status="not run", reason="")
+    cover = [r for r in claim_results if f"{ref}#{key}" in r.covers]
+    if cover:
+        status, reason, measured, test = _combine(cover)
+        base.status, base.reason, base.measured, base.test = status, reason, measured, test
+        base.via = "paper/claims.yaml: " + ", ".join(r.id for r in cover)
+        return base
+    if experiment is None:
+        base.reason = "no experiment in the configuration measures this entry"
+        return base
+    if summary is None:
+        base.reason = f"no results yet (results/{experiment}/summary.csv)"
+        return base
+    found = _table_verdict(table, key, claim) if table is not None else None
+    if found is None:
+        base.reason = "no check of this claim in paper/claims.yaml or the experiment's claims table"
+        return base
+    status, measured = found
+    base.measured, base.via = measured, f"{experiment} claims table (direction check, no test)"
+    scale = horizon_reason(summary, entry.get("horizon", claim.get("horizon")))
+    if scale:
+        base.reason = scale
+        return base
+    base.status = status
+    base.reason = {"reproduced": "direction holds", "differs": "direction does not hold"}.get(
+        status, "the claims table has no verdict")
+    return base
+
+
+def check_published_item(ref: str, path: str, value: str, experiment: str | None,
+                         claim_results: list[ClaimResult], paper: str) -> PublishedClaimResult:
+    """Verdict of a published number outside `values`: from the claims.yaml tests covering it."""
+    family, entry_key = ref.split(":", 1)
+    base = PublishedClaimResult(
+        paper=paper, family=family, entry=entry_key, key=f"@{path}",
+        text=path.replace("/", " › "), published=value, experiment=experiment or "",
+        status="not run", reason="")
+    cover = [r for r in claim_results if any(covers_item(c, ref, path) for c in r.covers)]
+    if not cover:
+        base.reason = ("no comparison is defined for this published number (a claim in "
+                       "paper/claims.yaml can cover it)")
+        return base
+    status, reason, measured, test = _combine(cover)
+    base.status, base.reason, base.measured, base.test = status, reason, measured, test
+    base.via = "paper/claims.yaml: " + ", ".join(r.id for r in cover)
+    return base
+
+
+# ---------------------------------------------------------------------------------------------
+# The report
+
+
+def build(config: dict[str, Any], summaries: Mapping[str, pd.DataFrame | None],
+          claim_tables: Mapping[str, pd.DataFrame], published: Mapping[str, dict[str, Any]],
+          claims_file: dict[str, Any]) -> Reproduction:
+    """Every verdict of the report from the configuration, our summaries and claims tables
+    (dpbandits.paper.results), the published entries and paper/claims.yaml (.published)."""
+    rules = claims_file.get("agreement") or []
+    default = claims_file.get("default_agreement") or DEFAULT_RULE
+    results = Results(config["experiments"], dict(summaries))
+    horizons = claims_file.get("paper_horizons") or {}
+    rep = Reproduction()
+    rep.claims = [evaluate_claim(c, results) for c in claims_file["claims"]]
+    for name, summary in summaries.items():
+        exp = config["experiments"][name]
+        rep.experiments[name] = {
+            "paper": exp.get("paper", ""), "group": exp.get("group", "synthetic"),
+            "description": exp.get("description", ""),
+            "T": None if summary is None else int(summary["T"].max()),
+            "trials": None if summary is None else int(summary["seed"].nunique()),
+        }
+    for ref, entry in published.items():
+        experiment = experiment_for(ref, entry, config)
+        summary = summaries.get(experiment) if experiment else None
+        paper = paper_of(ref, experiment, config)
+        if entry.get("horizon") is None and experiment in horizons:
+            entry = {**entry, "horizon": horizons[experiment]}
+        rep.entries[ref] = {"source": entry.get("source", ""), "experiment": experiment,
+                            "paper": paper, "horizon": entry.get("horizon"),
+                            "metric": entry.get("metric", "regret"),
+                            "approximate": bool(entry.get("approximate"))}
+        numbers = []
+        for label, grid, value in published_numbers(ref, entry):
+            rule = agreement_rule(ref, label, entry, rules, default)
+            numbers.append(compare_number(ref, entry, label, grid, value, results, experiment,
+                                          rule, paper))
+        rep.numbers.extend(numbers)
+        if summary is not None and numbers:
+            try:
+                frame = results.frame(experiment, entry.get("metric", "regret"),
+                                      entry.get("reference"))
+                rep.extras[ref] = also_measured(entry, frame, numbers)
+            except NotComparable:
+                rep.extras[ref] = []
+        for key, claim in published_claims(entry):
+            table = claim_tables.get(experiment) if experiment else None
+            rep.published_claims.append(check_published_claim(
+                ref, entry, key, claim, experiment, summary, table, rep.claims, paper))
+        for path, value in published_items(entry):
+            rep.published_claims.append(check_published_item(ref, path, value, experiment,
+                                                              rep.claims, paper))
+    known = {f"{r.family}:{r.entry}#{r.key}" for r in rep.published_claims}
+    items = [(f"{r.family}:{r.entry}", r.key[1:]) for r in rep.published_claims
+             if r.key.startswith("@")]
+    for claim in rep.claims:
+        missing = [c for c in claim.covers if c not in known
+                   and not any(covers_item(c, ref, path) for ref, path in items)]
+        if missing:
+            raise ConfigError(f"paper/claims.yaml claim {claim.id} covers {', '.join(missing)}, "
+                              "which no published file lists")
+    return rep

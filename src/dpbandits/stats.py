@@ -1,0 +1,125 @@
+"""Every statistic of the claims, the figures and tables, and the reproduction report.
+
+Samples are one value per trial (NumPy arrays or pandas Series: their own `std`/`var` are used,
+so a function gives exactly the numbers its callers computed inline before). Functions assume
+enough values; the callers decide what too few trials means (a claim is "not comparable", a
+table shows a dash).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+Sample = np.ndarray | pd.Series
+
+Z95 = 1.959963984540054
+"""Standard normal 0.975 quantile: a two-sided 95 % band is mean ± Z95 · s.e."""
+Z95_ONE_SIDED = 1.6448536269514722
+"""Standard normal 0.95 quantile: the one-sided 95 % bound."""
+N_BOOT = 4000
+"""Bootstrap resamples."""
+
+
+def sample_sd(values: Sample) -> float:
+    """Sample standard deviation (n − 1 in the denominator); 0 for fewer than two values."""
+    return float(values.std(ddof=1)) if len(values) > 1 else 0.0
+
+
+def standard_error(values: Sample) -> float:
+    """Standard error of the mean, sd/√n with the n − 1 sd; nan for fewer than two values."""
+    n = len(values)
+    if n < 2:
+        return math.nan
+    return values.std(ddof=1) / np.sqrt(n)
+
+
+def t_half_width(values: Sample, alpha: float = 0.05) -> float:
+    """Half-width t_{1−α/2, n−1} · sd/√n of the two-sided t-interval of the mean; nan if n < 2."""
+    n = len(values)
+    if n < 2:
+        return math.nan
+    return float(stats.t.ppf(1 - alpha / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+
+
+def t_margin(se: float, df: float, alpha: float = 0.05) -> float:
+    """Half-width t_{1−α/2, df} · se of a two-sided t-interval with a given s.e. and df."""
+    return float(stats.t.ppf(1 - alpha / 2, df) * se)
+
+
+def paired_difference(diff: np.ndarray) -> tuple[float, float, int]:
+    """(mean, s.e., degrees of freedom) of paired differences, for a paired t-interval."""
+    n = len(diff)
+    return float(diff.mean()), float(diff.std(ddof=1) / math.sqrt(n)), n - 1
+
+
+def welch_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(mean(x) − mean(y), its s.e., Welch–Satterthwaite degrees of freedom)."""
+    vx, vy = x.var(ddof=1) / len(x), y.var(ddof=1) / len(y)
+    est, se = float(x.mean() - y.mean()), math.sqrt(vx + vy)
+    df = (vx + vy) ** 2 / (vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1)) if se > 0 else 1
+    return est, se, df
+
+
+def paired_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
+    """(t statistic, p-value) of the paired t-test of mean(x − y) = 0."""
+    res = stats.ttest_rel(x, y, alternative=alternative)
+    return float(res.statistic), float(res.pvalue)
+
+
+def welch_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
+    """(t statistic, p-value) of Welch's unequal-variance t-test of mean(x) = mean(y)."""
+    res = stats.ttest_ind(x, y, equal_var=False, alternative=alternative)
+    return float(res.statistic), float(res.pvalue)
+
+
+def variance_ratio_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
+    """(var x, var y, p) of the one-sided F-test of H1: var(x) > var(y) (p 0/1 when var y = 0)."""
+    vx, vy = x.var(ddof=1), y.var(ddof=1)
+    if vy == 0:
+        return vx, vy, 0.0 if vx > 0 else 1.0
+    return vx, vy, float(stats.f.sf(vx / vy, len(x) - 1, len(y) - 1))
+
+
+def slope_t_test(x: np.ndarray, y: np.ndarray, increasing: bool) -> tuple[float, float, float]:
+    """OLS slope of y on x, its t statistic and the one-sided p-value of H1: slope > 0 (< 0)."""
+    res = stats.linregress(x, y)
+    if res.stderr == 0:
+        good = (res.slope > 0) == increasing and res.slope != 0
+        return float(res.slope), math.inf if good else -math.inf, 0.0 if good else 1.0
+    t = res.slope / res.stderr
+    df = len(x) - 2
+    p = float(stats.t.sf(t, df) if increasing else stats.t.cdf(t, df))
+    return float(res.slope), float(t), p
+
+
+def ratio_of_means(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """mean(a)/mean(b) of paired values and its delta-method s.e. (nan for one pair)."""
+    r = a.mean() / b.mean()
+    if len(a) < 2:
+        return float(r), math.nan
+    resid = a - r * b
+    return float(r), float(resid.std(ddof=1) / math.sqrt(len(a)) / b.mean())
+
+
+def bootstrap_ratio(x: np.ndarray, y: np.ndarray, seed: int, paired: bool,
+                    n_boot: int = N_BOOT) -> tuple[float, np.ndarray]:
+    """mean(x)/mean(y) and its bootstrap replicates (pairs resampled together when paired)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    if paired:
+        idx = rng.integers(0, len(x), size=(n_boot, len(x)))
+        reps = x[idx].mean(axis=1) / y[idx].mean(axis=1)
+    else:
+        reps = (x[rng.integers(0, len(x), size=(n_boot, len(x)))].mean(axis=1)
+                / y[rng.integers(0, len(y), size=(n_boot, len(y)))].mean(axis=1))
+    return float(x.mean() / y.mean()), reps
+
+
+def bootstrap_means(groups: list[np.ndarray], seed: int, n_boot: int = N_BOOT) -> np.ndarray:
+    """Bootstrap replicates of each group's mean, resampled within the group: (n_boot, groups)."""
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    return np.stack([g[rng.integers(0, len(g), size=(n_boot, len(g)))].mean(axis=1)
+                     for g in groups], axis=1)

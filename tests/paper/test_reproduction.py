@@ -1,0 +1,142 @@
+"""Every verdict of the reproduction report: numbers, published claims and items, claims."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from dpbandits.errors import ConfigError
+
+from conftest import REPO
+from paper_helpers import build_project, build_toy, write_project
+
+VERDICT = re.compile(r"\*\*(reproduced|differs|not run)\*\*")
+SETTING_KEYS = {"source", "summary", "note", "notes", "text", "description", "instance",
+                "x_axis", "y_axis", "column", "horizon", "approximate", "experiment", "metric",
+                "reference", "where", "pick", "agreement", "K", "d", "T", "trials", "seeds",
+                "delta", "epsilon_user", "values", "claims"}
+
+
+
+def by_label(rep) -> dict:
+    return {(r.entry, r.label, r.grid): r for r in rep.numbers}
+
+
+def test_number_verdicts(tmp_path):
+    rep = build_toy(tmp_path)
+    rows = by_label(rep)
+    assert rows[("tab", "Base", "S=2")].status == "reproduced"
+    assert rows[("tab", "Base", "S=2")].rule == "±2 s.e."
+    off = rows[("tab", "Priv ε=4", "S=3")]
+    assert off.status == "differs"
+    assert re.match(r"-(49|50)\.\d % from published; allowed ±10 %", off.reason)
+    assert "known deviation" in off.reason and off.rule == "±10 % (spec)"
+    assert rows[("tab", "Priv ε=4", "S=2")].status == "reproduced"
+    gone = rows[("tab", "Gone", "S=2")]
+    assert gone.status == "not run" and "no results for Gone" in gone.reason
+    assert rows[("other", "Base", "")].status == "not run"  # no experiment measures it
+    ours = rows[("tab", "Base", "S=3")]
+    assert ours.n == 10 and ours.mean == pytest.approx(150, abs=5) and ours.se < 3
+
+
+def test_published_claims_and_items(tmp_path):
+    rep = build_toy(tmp_path)
+    claims = {r.key: r for r in rep.published_claims}
+    assert claims["c"].status == "reproduced" and "base_below_priv" in claims["c"].via
+    assert claims["2"].status == "not run" and "no check" in claims["2"].reason
+    assert claims["@rows/1/np"].status == "reproduced" and "row_np" in claims["@rows/1/np"].via
+    counts = rep.counts()
+    assert sum(counts.values()) == len(rep.numbers) + len(rep.published_claims) + 1
+    assert rep.summary_line() == (f"{counts['reproduced']} reproduced, {counts['differs']} "
+                                  f"differ, {counts['not run']} not run")
+
+
+def test_results_at_another_horizon_are_not_comparable(tmp_path):
+    rep = build_toy(tmp_path, horizon=300, published_horizon=5000)
+    assert {r.status for r in rep.numbers} == {"not run"}
+    base = by_label(rep)[("tab", "Base", "S=2")]
+    assert "smoke scale" in base.reason and "T = 300" in base.reason
+    assert base.mean is not None  # still shown
+    assert {c.status for c in rep.claims} == {"not run"}
+
+
+def test_covers_must_name_a_published_item(tmp_path):
+    config = write_project(tmp_path)
+    claims = yaml.safe_load((tmp_path / "claims.yaml").read_text())
+    claims["claims"][0]["covers"] = "fam:tab#nope"
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(claims, allow_unicode=True))
+    with pytest.raises(ConfigError, match="covers fam:tab#nope"):
+        build_project(tmp_path, config)
+
+
+def test_published_claims_fall_back_on_the_claims_table(tmp_path):
+    config = write_project(tmp_path)
+    config["experiments"]["toy"]["outputs"].append({"kind": "linear_claims",
+                                                    "published": "fam:tab"})
+    (tmp_path / "paper" / "tables").mkdir(parents=True)
+    pd.DataFrame({"claim": ["2"], "measured": ["x < y"], "verdict": ["not supported"]}).to_csv(
+        tmp_path / "paper" / "tables" / "toy_claims.csv", index=False)
+    claims = {r.key: r for r in build_project(tmp_path, config).published_claims}
+    assert claims["2"].status == "differs" and claims["2"].measured == "x < y"
+    assert claims["2"].via == "toy claims table (direction check, no test)"
+
+
+def published_entries() -> list[tuple[str, str, dict]]:
+    out = []
+    for path in sorted((REPO / "paper" / "published").glob("*.yaml")):
+        for key, entry in (yaml.safe_load(path.read_text()) or {}).items():
+            out.append((path.stem, key, entry))
+    return out
+
+
+def other_numbers(node, path=()):
+    """Numbers outside values/claims (walked independently of dpbandits.paper.published)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if (not path and k in SETTING_KEYS) or k in {"source", "summary", "note", "notes",
+                                                         "text", "description"}:
+                continue
+            yield from other_numbers(v, (*path, str(k)))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from other_numbers(v, (*path, str(i)))
+    elif isinstance(node, int | float) and not isinstance(node, bool):
+        yield path, node
+    elif isinstance(node, str) and re.search(r"\d", node) and len(node) <= 40:
+        yield path, node
+
+
+def md_rows(md: str) -> list[str]:
+    return [line for line in md.splitlines() if line.startswith("| ")]
+
+
+def test_every_published_number_and_claim_has_a_verdict(smoke_run: Path):
+    md = (smoke_run / "paper" / "reproduction.md").read_text()
+    rows = md_rows(md)
+    missing = []
+    for family, key, entry in published_entries():
+        for label, cells in (entry.get("values") or {}).items():
+            cells = cells if isinstance(cells, dict) else {None: cells}
+            for grid, value in cells.items():
+                cell = "—" if grid is None else f"{entry['column']}={float(grid):g}"
+                hits = [r for r in rows if r.startswith(f"| {label} | {cell} | {value:.4g} |")
+                        and VERDICT.search(r)]
+                if len(hits) != 1:
+                    missing.append(f"{family}:{key} {label} {cell} = {value}")
+        for claim in entry.get("claims") or []:
+            text = " ".join(str(claim.get("text", claim.get("id"))).split())
+            if not [r for r in rows if r.startswith(f"| {text.replace('|', chr(92) + '|')} |")
+                    and VERDICT.search(r)]:
+                missing.append(f"{family}:{key} claim {text!r}")
+        for path, value in other_numbers(entry):
+            text = " › ".join(path)
+            if not [r for r in rows if r.startswith(f"| {text} | {value:g} |"
+                                                    if not isinstance(value, str)
+                                                    else f"| {text} | {value} |")
+                    and VERDICT.search(r)]:
+                missing.append(f"{family}:{key} {text} = {value}")
+    assert missing == []

@@ -1,0 +1,93 @@
+"""Statistics of the claims, outputs and report: against scipy and the textbook formulas."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sp
+
+from dpbandits import stats
+
+RNG_SEED = 20251201
+
+
+@pytest.fixture(scope="module")
+def rng() -> np.random.Generator:
+    return np.random.default_rng(RNG_SEED)
+
+
+def test_normal_quantiles():
+    assert stats.Z95 == sp.norm.ppf(0.975)
+    assert stats.Z95_ONE_SIDED == sp.norm.ppf(0.95)
+
+
+def test_sd_and_standard_error(rng):
+    x = rng.normal(3, 2, 9)
+    assert stats.sample_sd(x) == pytest.approx(np.sqrt(np.sum((x - x.mean()) ** 2) / 8))
+    assert stats.standard_error(x) == pytest.approx(stats.sample_sd(x) / 3)
+    series = pd.Series(x)
+    assert stats.standard_error(series) == series.std(ddof=1) / 3  # the Series' own std
+    assert stats.sample_sd(x[:1]) == 0.0 and math.isnan(stats.standard_error(x[:1]))
+
+
+def test_t_intervals(rng):
+    x = rng.normal(0, 1, 7)
+    half = stats.t_half_width(x)
+    assert half == pytest.approx(sp.t.ppf(0.975, 6) * x.std(ddof=1) / math.sqrt(7))
+    low, high = sp.t.interval(0.9, 6, loc=x.mean(), scale=sp.sem(x))
+    assert stats.t_half_width(x, alpha=0.1) == pytest.approx((high - low) / 2)
+    assert math.isnan(stats.t_half_width(x[:1]))
+    assert stats.t_margin(2.0, 6) == pytest.approx(2.0 * sp.t.ppf(0.975, 6))
+
+
+def test_differences_paired_and_welch(rng):
+    x, y = rng.normal(1, 1, 8), rng.normal(0, 2, 5)
+    est, se, df = stats.paired_difference(x - x[::-1])
+    assert (est, df) == (pytest.approx(0.0, abs=1e-12), 7)
+    est, se, df = stats.welch_difference(x, y)
+    res = sp.ttest_ind(x, y, equal_var=False)
+    assert est / se == pytest.approx(res.statistic)
+    assert df == pytest.approx(res.df)
+
+
+def test_t_tests_match_scipy(rng):
+    x = rng.normal(0, 1, 10)
+    y = x + rng.normal(0.3, 0.5, 10)
+    assert stats.paired_t_test(x, y) == pytest.approx(tuple(sp.ttest_rel(x, y)))
+    assert stats.paired_t_test(x, y, "less")[1] == sp.ttest_rel(x, y, alternative="less").pvalue
+    assert stats.welch_t_test(x, y, "greater")[1] == pytest.approx(
+        sp.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)
+
+
+def test_variance_ratio_and_slope(rng):
+    x, y = rng.normal(0, 3, 12), rng.normal(0, 1, 12)
+    vx, vy, p = stats.variance_ratio_test(x, y)
+    assert p == pytest.approx(sp.f.sf(vx / vy, 11, 11)) and p < 0.05
+    assert stats.variance_ratio_test(x, np.ones(3))[2] == 0.0
+    grid = np.repeat([1.0, 2.0, 3.0], 4)
+    slope, t, p = stats.slope_t_test(grid, 2 * grid + rng.normal(0, 0.1, 12), increasing=True)
+    assert slope == pytest.approx(2, rel=0.05) and t > 10 and p < 1e-6
+    assert stats.slope_t_test(grid, 2 * grid, increasing=False)[2] == 1.0
+
+
+def test_ratio_of_means_delta_method(rng):
+    b = rng.normal(10, 1, 50)
+    a = 2 * b + rng.normal(0, 0.1, 50)
+    r, se = stats.ratio_of_means(a, b)
+    assert r == pytest.approx(2, rel=0.01) and 0 < se < 0.01
+    assert math.isnan(stats.ratio_of_means(a[:1], b[:1])[1])
+
+
+def test_bootstraps_are_seeded_and_centred(rng):
+    x, y = rng.normal(10, 1, 20), rng.normal(5, 1, 20)
+    ratio, reps = stats.bootstrap_ratio(x, y, seed=3, paired=True, n_boot=500)
+    again = stats.bootstrap_ratio(x, y, seed=3, paired=True, n_boot=500)[1]
+    assert np.array_equal(reps, again) and reps.shape == (500,)
+    assert np.quantile(reps, 0.025) < ratio < np.quantile(reps, 0.975)
+    unpaired = stats.bootstrap_ratio(x, y[:7], seed=3, paired=False, n_boot=500)[1]
+    assert unpaired.std() > reps.std()
+    means = stats.bootstrap_means([x, y], seed=3, n_boot=200)
+    assert means.shape == (200, 2) and means[:, 0].mean() == pytest.approx(x.mean(), rel=0.01)
