@@ -8,7 +8,7 @@ min_version("9.0")
 
 if not config:
 
-    configfile: "config/config.yaml"
+    configfile: f"{workflow.basedir}/config/config.yaml"
 
 
 # Rule files append files to these lists to join the default / realdata targets.

@@ -15,9 +15,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+_SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+SMOKE_RESULTS, SMOKE_PAPER = _SMOKE["results"], _SMOKE["paper"]  # relative to the workdir
 
 
 def snakemake_cmd(*args: str) -> list[str]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import platform
 from pathlib import Path
 
 import h5py
@@ -92,3 +94,34 @@ def summary_differences(a: Path, b: Path) -> list[str]:
         if not same:
             problems.append(f"{a.parent.name}/summary.csv: column {column} differs")
     return problems
+
+
+def shard_digest(path: Path) -> str:
+    """sha256 of every result dataset (dtype, shape, bytes) and result attribute of a shard."""
+    datasets, attrs = shard_content(path)
+    digest = hashlib.sha256()
+    for name in sorted(datasets):
+        kind, shape, raw = datasets[name]
+        digest.update(f"{name}|{kind}|{shape}|".encode())
+        digest.update(raw)
+    for key in sorted(attrs):
+        digest.update(f"{key}={attrs[key]}".encode())
+    return digest.hexdigest()
+
+
+def shard_digests(results: Path) -> dict[str, str]:
+    """Digest of every shard under a results folder, by path relative to it."""
+    return {str(p.relative_to(results)): shard_digest(p)
+            for p in sorted(results.glob("*/shards/**/*.h5"))}
+
+
+def numeric_fingerprint() -> dict[str, object]:
+    """What decides the floating-point results besides our code: the numerical libraries'
+    versions and the CPU features numpy dispatches on."""
+    import scipy
+
+    core = getattr(np, "_core", None) or np.core
+    features = core._multiarray_umath.__cpu_features__
+    return {"numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "machine": platform.machine(),
+            "cpu_features": sorted(k for k, v in features.items() if v)}

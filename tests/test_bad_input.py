@@ -159,6 +159,7 @@ def test_bad_shard_spec(
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(spec))
     out = tmp_path / "out" / "shard.h5"
+    out.parent.mkdir()
     code, _, err = run_cli(["run", "--spec", str(spec_file), "--out", str(out)], capsys)
     assert code == 2
     assert_one_clear_line(code, err, text, out)
@@ -189,7 +190,9 @@ FLAG_CASES = [
     ("out not .h5", lambda p: ["run", "--spec", str(_valid_spec_file(p)), "--out",
                                str(p / "o.txt")], "ending in .h5"),
     ("out folder is a file", lambda p: ["run", "--spec", str(_valid_spec_file(p)), "--out",
-                                        str(_valid_spec_file(p) / "o.h5")], "cannot be created"),
+                                        str(_valid_spec_file(p) / "o.h5")], "does not exist"),
+    ("out folder missing", lambda p: ["run", "--spec", str(_valid_spec_file(p)), "--out",
+                                      str(p / "no_such_dir" / "o.h5")], "does not exist"),
     ("out folder unwritable", lambda p: ["run", "--spec", str(_valid_spec_file(p)), "--out",
                                          str(_unwritable_folder(p) / "o.h5")], "not writable"),
     ("spec file missing", lambda p: ["run", "--spec", str(p / "nope.json"), "--out",

@@ -25,6 +25,7 @@ def test_run_matches_library_bitwise(tmp_path):
     spec = small_spec()
     (tmp_path / "spec.json").write_text(json.dumps(spec))
     out = tmp_path / "out" / "shard.h5"
+    out.parent.mkdir()
     proc = cli("run", "--spec", str(tmp_path / "spec.json"), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert np.array_equal(read_shard(out).cum_regret, run_shard(spec).cum_regret)

@@ -116,6 +116,7 @@ def test_sigkilled_cli_job_leaves_no_shard_and_the_rerun_is_clean(
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(SPEC))
     out = tmp_path / "shards" / "seeds~0-2.h5"
+    out.parent.mkdir()
     env, marker = _hook_env(tmp_path, where, "seeds~0-2")
     cmd = [str(BIN / "dpbandits"), "run", "--spec", str(spec_file), "--out", str(out)]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -18,7 +18,7 @@ from shard_compare import compare_shards, summary_differences
 from dpbandits.config import all_shards, load_config
 from dpbandits.storage import read_shard
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, SMOKE_RESULTS
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +52,7 @@ def caught_mid_job(workdir: Path, shards: list[str]) -> bool:
 
 def temporaries(workdir: Path) -> list[str]:
     """Hidden temporary files of writers under the results folder."""
-    return sorted(p.name for p in (workdir / "results").rglob(".*.tmp*"))
+    return sorted(p.name for p in (workdir / SMOKE_RESULTS).rglob(".*.tmp*"))
 
 
 def simulate_jobs_run(log: str) -> int:
@@ -129,6 +129,6 @@ def test_shard_of_the_unclosed_job_is_redone_not_accepted(interrupted: dict):
 def test_resumed_sweep_equals_an_uninterrupted_run(interrupted: dict, smoke_run: Path):
     workdir = interrupted["workdir"]
     rel = [s.removeprefix("results/") for s in interrupted["shards"]]
-    assert compare_shards(workdir / "results", smoke_run / "results", rel) == {}
-    assert summary_differences(workdir / "results" / EXPERIMENT / "summary.csv",
-                               smoke_run / "results" / EXPERIMENT / "summary.csv") == []
+    assert compare_shards(workdir / SMOKE_RESULTS, smoke_run / SMOKE_RESULTS, rel) == {}
+    assert summary_differences(workdir / SMOKE_RESULTS / EXPERIMENT / "summary.csv",
+                               smoke_run / SMOKE_RESULTS / EXPERIMENT / "summary.csv") == []

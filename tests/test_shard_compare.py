@@ -6,7 +6,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from shard_compare import compare_shards, shard_differences, summary_differences
+from shard_compare import (
+    compare_shards,
+    shard_differences,
+    shard_digest,
+    summary_differences,
+)
 
 from dpbandits.storage import ShardData, write_shard
 
@@ -89,3 +94,14 @@ def test_summary_regret_difference_is_reported(tmp_path: Path):
     assert summary_differences(tmp_path / "a" / "summary.csv", tmp_path / "b" / "summary.csv") == [
         "a/summary.csv: column regret differs"
     ]
+
+
+def test_digest_changes_with_any_result_byte(tmp_path: Path):
+    write_shard(tmp_path / "a" / "s.h5", _shard(wall=1.0))
+    write_shard(tmp_path / "b" / "s.h5", _shard(wall=9.0))
+    changed = _shard()
+    changed.cum_regret = changed.cum_regret.copy()
+    changed.cum_regret[1, 7] = np.nextafter(changed.cum_regret[1, 7], np.inf)
+    write_shard(tmp_path / "c" / "s.h5", changed)
+    a, b, c = (shard_digest(tmp_path / x / "s.h5") for x in "abc")
+    assert a == b and a != c

@@ -19,7 +19,7 @@ from shard_compare import compare_shards, summary_differences
 
 from dpbandits.config import all_shards, load_config
 
-from conftest import BIN, REPO
+from conftest import BIN, REPO, SMOKE_RESULTS
 
 SMOKE = REPO / "config" / "smoke.yaml"
 PROFILE = REPO / "workflow" / "profiles" / "slurm"
@@ -88,7 +88,7 @@ def test_every_shard_is_bitwise_identical_to_the_local_run(
     workdir, _ = slurm_run
     paths = expected_shards()
     assert paths
-    report = compare_shards(workdir / "results", smoke_run / "results", paths)
+    report = compare_shards(workdir / SMOKE_RESULTS, smoke_run / SMOKE_RESULTS, paths)
     assert report == {}, f"{len(report)} of {len(paths)} shards differ: {report}"
 
 
@@ -98,6 +98,6 @@ def test_summary_regret_columns_match_the_local_run(
     workdir, _ = slurm_run
     problems = []
     for name in synthetic_shards():
-        problems += summary_differences(workdir / "results" / name / "summary.csv",
-                                        smoke_run / "results" / name / "summary.csv")
+        problems += summary_differences(workdir / SMOKE_RESULTS / name / "summary.csv",
+                                        smoke_run / SMOKE_RESULTS / name / "summary.csv")
     assert problems == []

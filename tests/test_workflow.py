@@ -1,16 +1,18 @@
 """Real Snakemake runs of the pipeline (smoke config end to end, dry run, bad config)."""
 
+import json
 import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
+from shard_compare import numeric_fingerprint, shard_digests
 
 from dpbandits.config import load_config
 from dpbandits.outputs import output_files
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_PAPER, SMOKE_RESULTS, run_snakemake
 
 SMOKE = load_config(REPO / "config" / "smoke.yaml")
 
@@ -19,7 +21,7 @@ SMOKE = load_config(REPO / "config" / "smoke.yaml")
     "experiment", sorted(n for n, e in SMOKE["experiments"].items() if e["group"] == "synthetic")
 )
 def test_smoke_run_produces_summary_figure_table(smoke_run: Path, experiment: str):
-    summary = pd.read_csv(smoke_run / "results" / experiment / "summary.csv")
+    summary = pd.read_csv(smoke_run / SMOKE_RESULTS / experiment / "summary.csv")
     for column in ("experiment", "algorithm", "epsilon", "seed", "T", "regret"):
         assert column in summary.columns
     exp = SMOKE["experiments"][experiment]
@@ -27,13 +29,13 @@ def test_smoke_run_produces_summary_figure_table(smoke_run: Path, experiment: st
         a.get("label", a["policy"]) for a in exp["algorithms"] if "grid" not in a
     }
     assert (summary["regret"] >= 0).all()
-    assert (smoke_run / "results" / experiment / "curves.h5").is_file()
+    assert (smoke_run / SMOKE_RESULTS / experiment / "curves.h5").is_file()
     files = [f for spec in exp["outputs"] for f in output_files(experiment, spec)]
     assert files
     if exp["paper"] == "glm":
         assert {Path(f).suffix for f in files} >= {".png", ".pdf", ".csv", ".md", ".tex"}
     for f in files:
-        assert (smoke_run / "paper" / f).stat().st_size > 0
+        assert (smoke_run / SMOKE_PAPER / f).stat().st_size > 0
 
 
 def test_rerun_has_nothing_to_do(smoke_run: Path):
@@ -87,3 +89,17 @@ def test_bad_config_fails_with_one_line_and_writes_nothing(tmp_path, path, value
     lines = [line for line in proc.stderr.splitlines() if "dpbandits: error" in line]
     assert len(lines) == 1 and needle in lines[0], proc.stderr[-2000:]
     assert not (tmp_path / "results").exists() and not (tmp_path / "paper").exists()
+
+
+def test_smoke_shards_are_bitwise_the_recorded_ones(smoke_run: Path):
+    """Refactors keep results: every smoke shard equals its digest in tests/smoke_digests.json
+    (tools/dev/smoke_digests.py records them), when the numerical libraries and CPU features
+    are those the digests were recorded with."""
+    recorded = json.loads((REPO / "tests" / "smoke_digests.json").read_text())
+    if recorded["fingerprint"] != numeric_fingerprint():
+        pytest.skip("digests were recorded with other numerical libraries or CPU features: "
+                    f"{recorded['fingerprint']} vs {numeric_fingerprint()}")
+    digests = shard_digests(smoke_run / SMOKE_RESULTS)
+    assert sorted(digests) == sorted(recorded["shards"])
+    changed = [path for path, digest in digests.items() if recorded["shards"][path] != digest]
+    assert changed == []

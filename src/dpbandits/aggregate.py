@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import pandas as pd
 
 from dpbandits.atomic import atomic_output
 from dpbandits.config import format_epsilon, slug
+from dpbandits.errors import ShardError
 from dpbandits.storage import ShardData, read_shard
 
 CURVE_STATS = ("mean", "sd", "se", "q05", "q95")
@@ -65,18 +68,78 @@ def curve_stats(curves: np.ndarray) -> dict[str, np.ndarray]:
     }
 
 
+def spec_differences(stored: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """Keys (dotted paths) whose values differ between a shard's stored spec and the config's."""
+    a, b = _flatten(json.loads(json.dumps(stored))), _flatten(json.loads(json.dumps(wanted)))
+    return [f"{key} {a.get(key, '—')!r} ≠ {b.get(key, '—')!r}"
+            for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            out.update(_flatten(item, f"{prefix}{key}."))
+        return out
+    return {prefix.rstrip("."): value}
+
+
+def checked_shards(paths: list[str | Path], expected: dict[str, dict[str, Any]] | None,
+                   quarantine: str | Path | None) -> list[ShardData]:
+    """Every shard, read and validated and its spec compared with the config's; unreadable or
+    stale shards are moved to `quarantine` (so that rerunning the same command recomputes them)
+    and reported in one error line."""
+    shards, bad = [], []
+    for path in paths:
+        try:
+            shard = read_shard(path)
+        except ShardError as exc:
+            bad.append((Path(path), f"unreadable ({exc})"))
+            continue
+        wanted = None if expected is None else expected.get(str(path))
+        differences = [] if wanted is None else spec_differences(shard.spec, wanted)
+        if differences:
+            bad.append((Path(path), "made for another config: " + "; ".join(differences[:4])))
+            continue
+        shards.append(shard)
+    if bad:
+        if quarantine is None:
+            raise ShardError(" | ".join(f"{path}: {why}" for path, why in bad))
+        moved = [f"{path}: {why} (moved to {set_aside(path, quarantine)})" for path, why in bad]
+        raise ShardError(" | ".join(moved) + "; rerun the same command to recompute "
+                         + ("it" if len(bad) == 1 else f"these {len(bad)} shards"))
+    return shards
+
+
+def set_aside(path: Path, quarantine: str | Path) -> Path:
+    """Move a bad shard under `quarantine` (its path kept, a time stamp added)."""
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    quarantine = Path(quarantine)
+    try:
+        relative = path.relative_to(quarantine.parent)
+    except ValueError:
+        relative = path.relative_to(path.anchor) if path.is_absolute() else path
+    target = quarantine / f"{relative}.{stamp}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(path), target)
+    return target
+
+
 def aggregate(
     shard_paths: list[str | Path],
     summary_path: str | Path,
     curves_path: str | Path,
     grid_columns: dict[str, dict[str, Any]] | None = None,
+    expected_specs: dict[str, dict[str, Any]] | None = None,
+    quarantine: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Read and validate every shard, write summary.csv and curves.h5 (atomically)."""
+    """Read and validate every shard (against the config's specs when given), write
+    summary.csv and curves.h5 (atomically)."""
     grid_columns = grid_columns or {}
     rows: list[dict] = []
     groups: dict[tuple, list[ShardData]] = defaultdict(list)
-    for path in shard_paths:
-        shard = read_shard(path)
+    for path, shard in zip(shard_paths, checked_shards(shard_paths, expected_specs, quarantine),
+                           strict=True):
         rows.extend(summary_rows(path, shard, grid_columns.get(shard.spec["algorithm"], {})))
         key = (shard.spec["algorithm"], format_epsilon(shard.spec.get("epsilon")),
                shard.spec["instance_index"])

@@ -59,11 +59,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.suffix != ".h5":
         raise ConfigError(f"--out {str(out)!r} is not allowed; give a file path ending in .h5")
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ConfigError(f"--out folder {str(out.parent)!r} cannot be created: "
-                          f"{exc.strerror}") from None
+    if not out.parent.is_dir():
+        raise ConfigError(f"--out folder {str(out.parent)!r} does not exist; create it first "
+                          "(or give a file path in an existing folder)")
     try:
         with tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.probe"):
             pass

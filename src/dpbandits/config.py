@@ -211,7 +211,7 @@ def format_epsilon(epsilon: float | None) -> str:
 def expand_algorithms(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Algorithm entries with `grid` expanded into one labelled entry per combination."""
     expanded = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
         base = entry.get("label", entry["policy"])
         grid = entry.get("grid") or {}
         keys = list(grid)
@@ -221,6 +221,7 @@ def expand_algorithms(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if chosen:
                 label += " [" + ", ".join(f"{k}={v}" for k, v in chosen.items()) + "]"
             expanded.append({
+                "entry": position,
                 "label": label,
                 "grid_of": base,
                 "policy": entry["policy"],
@@ -255,12 +256,14 @@ def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
     for index, inst in enumerate(instances):
         _check_instance(name, index, inst)
     algorithms = expand_algorithms(exp["algorithms"])
-    slugs: dict[str, str] = {}
+    folders: dict[str, dict[str, Any]] = {}
     for alg in algorithms:
-        other = slugs.setdefault(slug(alg["label"]), alg["label"])
-        if other != alg["label"]:
-            raise ConfigError(f"algorithm labels {other!r} and {alg['label']!r} in experiment "
-                              f"{name} map to the same folder name; rename one")
+        other = folders.setdefault(slug(alg["label"]), alg)
+        if other is not alg:
+            raise ConfigError(
+                f"config error at experiments/{name}/algorithms: entries {other['entry']} "
+                f"({other['label']!r}) and {alg['entry']} ({alg['label']!r}) make the same "
+                f"shard folder {slug(alg['label'])!r}; give each a distinct label")
     trials = list(range(exp["trials"]))
     block = exp.get("trials_per_shard", 1)
     blocks = [trials[i:i + block] for i in range(0, len(trials), block)]

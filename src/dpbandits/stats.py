@@ -3,7 +3,9 @@
 Samples are one value per trial (NumPy arrays or pandas Series: their own `std`/`var` are used,
 so a function gives exactly the numbers its callers computed inline before). Functions assume
 enough values; the callers decide what too few trials means (a claim is "not comparable", a
-table shows a dash).
+table shows a dash). t and F quantiles come from scipy.special (what scipy.stats evaluates
+itself); the tests of whole samples import scipy.stats only when called, since importing it costs
+a second of start-up in every job that draws a figure.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from scipy import special
 
 Sample = np.ndarray | pd.Series
 
@@ -42,12 +44,12 @@ def t_half_width(values: Sample, alpha: float = 0.05) -> float:
     n = len(values)
     if n < 2:
         return math.nan
-    return float(stats.t.ppf(1 - alpha / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return float(special.stdtrit(n - 1, 1 - alpha / 2) * values.std(ddof=1) / math.sqrt(n))
 
 
 def t_margin(se: float, df: float, alpha: float = 0.05) -> float:
     """Half-width t_{1−α/2, df} · se of a two-sided t-interval with a given s.e. and df."""
-    return float(stats.t.ppf(1 - alpha / 2, df) * se)
+    return float(special.stdtrit(df, 1 - alpha / 2) * se)
 
 
 def paired_difference(diff: np.ndarray) -> tuple[float, float, int]:
@@ -66,12 +68,16 @@ def welch_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]
 
 def paired_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
     """(t statistic, p-value) of the paired t-test of mean(x − y) = 0."""
+    from scipy import stats
+
     res = stats.ttest_rel(x, y, alternative=alternative)
     return float(res.statistic), float(res.pvalue)
 
 
 def welch_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
     """(t statistic, p-value) of Welch's unequal-variance t-test of mean(x) = mean(y)."""
+    from scipy import stats
+
     res = stats.ttest_ind(x, y, equal_var=False, alternative=alternative)
     return float(res.statistic), float(res.pvalue)
 
@@ -81,18 +87,20 @@ def variance_ratio_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float, flo
     vx, vy = x.var(ddof=1), y.var(ddof=1)
     if vy == 0:
         return vx, vy, 0.0 if vx > 0 else 1.0
-    return vx, vy, float(stats.f.sf(vx / vy, len(x) - 1, len(y) - 1))
+    return vx, vy, float(special.fdtrc(len(x) - 1, len(y) - 1, vx / vy))
 
 
 def slope_t_test(x: np.ndarray, y: np.ndarray, increasing: bool) -> tuple[float, float, float]:
     """OLS slope of y on x, its t statistic and the one-sided p-value of H1: slope > 0 (< 0)."""
+    from scipy import stats
+
     res = stats.linregress(x, y)
     if res.stderr == 0:
         good = (res.slope > 0) == increasing and res.slope != 0
         return float(res.slope), math.inf if good else -math.inf, 0.0 if good else 1.0
     t = res.slope / res.stderr
     df = len(x) - 2
-    p = float(stats.t.sf(t, df) if increasing else stats.t.cdf(t, df))
+    p = float(special.stdtr(df, -t) if increasing else special.stdtr(df, t))
     return float(res.slope), float(t), p
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_PAPER, SMOKE_RESULTS, run_snakemake
 
 
 def _audit(workdir: Path, audit: dict) -> tuple[int, str]:
@@ -22,20 +22,20 @@ def _audit(workdir: Path, audit: dict) -> tuple[int, str]:
 def test_audit_target_passes_with_its_controls_caught(tmp_path: Path) -> None:
     code, log = _audit(tmp_path, {"select": ["gaussian"]})
     assert code == 0, log[-3000:]
-    table = pd.read_csv(tmp_path / "paper" / "tables" / "privacy_audit.csv")
+    table = pd.read_csv(tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.csv")
     assert sorted(table["verdict"]) == ["control caught", "ok"]
     assert "| gaussian [control noise ×0.5] |" in (
-        tmp_path / "paper" / "tables" / "privacy_audit.md").read_text()
-    assert "control caught: 1" in (tmp_path / "results" / "audit" / "verdict.txt").read_text()
+        tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.md").read_text()
+    assert "control caught: 1" in (tmp_path / SMOKE_RESULTS / "audit" / "verdict.txt").read_text()
 
 
 def test_audit_target_fails_when_a_control_gets_its_honest_noise_back(tmp_path: Path) -> None:
     code, log = _audit(tmp_path, {"select": ["gaussian"], "control_noise_scale": 1.0})
     assert code != 0
     assert "AUDIT FAILED: control MISSED: gaussian [control]" in log
-    table = pd.read_csv(tmp_path / "paper" / "tables" / "privacy_audit.csv")
+    table = pd.read_csv(tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.csv")
     assert "control MISSED" in set(table["verdict"])
-    assert not (tmp_path / "results" / "audit" / "verdict.txt").exists()
+    assert not (tmp_path / SMOKE_RESULTS / "audit" / "verdict.txt").exists()
 
 
 def test_bad_overlay_is_one_error_line(tmp_path: Path) -> None:

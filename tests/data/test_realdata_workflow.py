@@ -16,7 +16,7 @@ from dpbandits.data.files import sha256_of
 from dpbandits.data.registry import archives as pinned
 from dpbandits.data.svd import read_factors
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_PAPER, SMOKE_RESULTS, run_snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -53,13 +53,13 @@ def test_realdata_target_end_to_end(tmp_path):
     assert factors.user_factors.shape == (300, 50) and factors.item_factors.shape == (120, 50)
     cfg = yaml.safe_load(config.read_text())
     for name, exp in cfg["experiments"].items():
-        summary = pd.read_csv(tmp_path / "results" / name / "summary.csv")
+        summary = pd.read_csv(tmp_path / SMOKE_RESULTS / name / "summary.csv")
         assert set(summary["algorithm"]) == {a["label"] for a in exp["algorithms"]}
         assert summary["accept_rate"].between(0.05, 1.0).all()
         assert (summary["T"] == exp["instance"]["horizon"]).all()
         for stem in (f"tables/{name}_ctr.md", f"tables/{name}_claims.md",
                      f"figures/{name}_ctr.png"):
-            assert (tmp_path / "paper" / stem).stat().st_size > 0
+            assert (tmp_path / SMOKE_PAPER / stem).stat().st_size > 0
     again = run_snakemake(tmp_path, "realdata", "-n", "--configfile", str(config))
     assert "Nothing to be done" in again.stdout + again.stderr
 

@@ -10,7 +10,7 @@ import pytest
 
 from dpbandits.paper.pdf import LatexError, ToolchainMissing, build_pdf, find_toolchain
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_PAPER, run_snakemake
 
 HAS_TEX = shutil.which("pdflatex") is not None
 NO_TEX = "no LaTeX toolchain (pdflatex) on PATH; install texlive-latex-base, " \
@@ -43,9 +43,9 @@ def test_paper_target_builds_the_pdf(smoke_run: Path):
     proc = run_snakemake(smoke_run, "paper", "--cores", "1", "--configfile",
                          str(smoke_run / "smoke.yaml"))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    pdf = smoke_run / "paper" / "main.pdf"
+    pdf = smoke_run / SMOKE_PAPER / "main.pdf"
     assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 20_000
-    log = (smoke_run / "paper" / "build" / "main.log").read_text(errors="replace")
+    log = (smoke_run / SMOKE_PAPER / "build" / "main.log").read_text(errors="replace")
     assert "Undefined control sequence" not in log and "Missing character" not in log
     figures = re.findall(r"<(figures/[^>]+\.pdf)", log)  # graphics LaTeX loaded
-    assert len(figures) >= len(list((smoke_run / "paper" / "figures").glob("*.pdf"))) > 0
+    assert len(figures) >= len(list((smoke_run / SMOKE_PAPER / "figures").glob("*.pdf"))) > 0

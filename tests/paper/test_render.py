@@ -12,7 +12,7 @@ import pytest
 from dpbandits.config import load_config
 from dpbandits.paper.render import render_html, render_markdown, summary_line_of, write_report
 
-from conftest import REPO, run_snakemake
+from conftest import REPO, SMOKE_PAPER, run_snakemake
 from paper_helpers import build_toy
 
 
@@ -39,7 +39,7 @@ def test_summary_line_of_a_missing_report(tmp_path):
 
 
 def test_smoke_run_writes_the_report(smoke_run: Path):
-    paper = smoke_run / "paper"
+    paper = smoke_run / SMOKE_PAPER
     data = json.loads((paper / "reproduction.json").read_text())
     md = (paper / "reproduction.md").read_text()
     page = (paper / "reproduction.html").read_text()

@@ -11,7 +11,7 @@ import yaml
 
 from dpbandits.errors import ConfigError
 
-from conftest import REPO
+from conftest import REPO, SMOKE_PAPER
 from paper_helpers import build_project, build_toy, write_project
 
 VERDICT = re.compile(r"\*\*(reproduced|differs|not run)\*\*")
@@ -34,7 +34,7 @@ def test_number_verdicts(tmp_path):
     off = rows[("tab", "Priv ε=4", "S=3")]
     assert off.status == "differs"
     assert re.match(r"-(49|50)\.\d % from published; allowed ±10 %", off.reason)
-    assert "known deviation" in off.reason and off.rule == "±10 % (spec)"
+    assert "known deviation" in off.reason and off.rule == "±10 % (docs/reproduction.md)"
     assert rows[("tab", "Priv ε=4", "S=2")].status == "reproduced"
     gone = rows[("tab", "Gone", "S=2")]
     assert gone.status == "not run" and "no results for Gone" in gone.reason
@@ -115,7 +115,7 @@ def md_rows(md: str) -> list[str]:
 
 
 def test_every_published_number_and_claim_has_a_verdict(smoke_run: Path):
-    md = (smoke_run / "paper" / "reproduction.md").read_text()
+    md = (smoke_run / SMOKE_PAPER / "reproduction.md").read_text()
     rows = md_rows(md)
     missing = []
     for family, key, entry in published_entries():

@@ -10,9 +10,9 @@ import pytest
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
+from dpbandits.linalg import cholesky, solve_lower_t
 from dpbandits.policies import make_policy
 from dpbandits.policies.adaprivate import AdaPrivateTS, AdaPrivateTSAmp
-from dpbandits.policies.linear_core import cholesky, solve_lower_t
 from dpbandits.privacy.subsampled import amp_sigma
 from dpbandits.privacy.zcdp import rho_from_epsilon
 

@@ -1,4 +1,6 @@
-# Shards of an experiment → tidy summary.csv (one row per trial) and curves.h5.
+# Shards of an experiment → tidy summary.csv (one row per trial) and curves.h5. A shard that
+# cannot be read, or whose stored spec is not the config's, is moved to results/quarantine and
+# the job fails with one line: rerunning the same command recomputes it.
 
 
 rule aggregate:
@@ -11,6 +13,9 @@ rule aggregate:
         experiment=r"[A-Za-z0-9_]+",
     params:
         grid=lambda wildcards: grid_columns(config, wildcards.experiment),
+        specs=lambda wildcards: {f"{RESULTS}/{s.path}": s.spec
+                                 for s in SHARDS[wildcards.experiment]},
+        quarantine=f"{RESULTS}/quarantine",
     log:
         f"{RESULTS}/logs/aggregate/{{experiment}}.log",
     resources:

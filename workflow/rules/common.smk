@@ -26,7 +26,11 @@ SPEC_BY_PATH = {s.path: s.spec for shards in SHARDS.values() for s in shards}
 
 
 def shard_files(experiment):
-    """Every shard file of one experiment."""
+    """Every shard file of one experiment (an unknown one stops the run with one line)."""
+    if experiment not in SHARDS:
+        sys.stderr.write(f"dpbandits: error: unknown experiment {experiment!r}; allowed: "
+                         f"{', '.join(SHARDS)} (see `dpbandits list experiments`)\n")
+        sys.exit(2)
     return [f"{RESULTS}/{s.path}" for s in SHARDS[experiment]]
 
 

@@ -1,5 +1,6 @@
-"""Real-data outputs of the AdaPrivate-TS paper (ts spec §1.3, §9.6–9.7): CTR per ε and
-algorithm with the paper's claims beside our numbers, and the CTR-over-time figure."""
+"""Real-data outputs of the AdaPrivate-TS paper (Sec. 5, MovieLens-25M and Jester; metrics in
+docs/ts.md, "Metrics"; data in docs/realdata.md): CTR per ε and algorithm with the paper's
+claims beside our numbers, and the CTR-over-time figure."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def ctr_frame(summary: pd.DataFrame, reference: str | None = None) -> pd.DataFra
 
 
 def best_per_base(frame: pd.DataFrame) -> pd.DataFrame:
-    """The best configuration of each base algorithm at each ε (grid search, spec §9)."""
+    """The best configuration of each base algorithm at each ε (grid search; docs/ts.md,
+    "Metrics")."""
     idx = frame.groupby(["base", "epsilon"], dropna=False)["ctr"].idxmax()
     return frame.loc[idx.to_numpy()]
 

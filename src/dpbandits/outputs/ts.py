@@ -1,9 +1,10 @@
-"""Tables and figures of the AdaPrivate-TS synthetic experiments (ts spec §9.1–§9.5).
+"""Tables and figures of the AdaPrivate-TS synthetic experiments (paper Sec. 5: Table 1,
+amplification, ablation, robustness, group privacy).
 
 Every number is NP% = 100·R_alg/R_ref with R the cumulative expected reward Σ_t μ_{t,a_t} and
-R_ref that of the non-private reference (LinTS, v = 1) on the same trial (spec §1.3), plus
-NP%_norm = 100·(R_alg − R_rand)/(R_ref − R_rand). Means carry 95% t-intervals over seeds; tests
-are paired two-sided t-tests across seeds (common random numbers).
+R_ref that of the non-private reference (LinTS, v = 1) on the same trial, plus
+NP%_norm = 100·(R_alg − R_rand)/(R_ref − R_rand) (docs/ts.md, "Metrics"). Means carry 95%
+t-intervals over seeds; tests are paired two-sided t-tests across seeds (common random numbers).
 """
 
 from __future__ import annotations
@@ -300,7 +301,7 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
                      paper_dir: Path, base: str = "AdaPrivate-TS",
                      amplified: str = "AdaPrivate-TS-Amp", reference: str = REFERENCE,
                      published: PublishedEntry | None = None) -> list[Path]:
-    """NP% of the Amp variant against q per ε, next to the non-amplified base (spec §9.2)."""
+    """NP% of the Amp variant against q per ε, next to the non-amplified base (paper Sec. 5)."""
     metrics = trial_metrics(exp, summary, reference)
     amp = metrics[metrics["policy"] == metrics.loc[metrics["grid_of"] == amplified,
                                                    "policy"].iloc[0]]
@@ -350,7 +351,7 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
 def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                 paper_dir: Path, rows: list[str] | None = None, reference: str = REFERENCE,
                 published: PublishedEntry | None = None) -> list[Path]:
-    """Each row adds one component; increments with paired t-tests (spec §9.3)."""
+    """Each row adds one component; increments with paired t-tests (paper Sec. 5, ablation)."""
     metrics = trial_metrics(exp, summary, reference)
     labels = rows or [e["label"] for e in expand_algorithms(exp["algorithms"])
                       if e["label"] != reference]
@@ -394,7 +395,7 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
 def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                   paper_dir: Path, reference: str = REFERENCE,
                   published: PublishedEntry | None = None) -> list[Path]:
-    """NP% (mean ± sd, as the paper reports) over each hyper-parameter grid (spec §9.4)."""
+    """NP% (mean ± sd, as the paper reports) over each hyper-parameter grid (paper Sec. 5)."""
     metrics = trial_metrics(exp, summary, reference)
     entries = [e for e in expand_algorithms(exp["algorithms"]) if e["grid_params"]]
     groups = list(dict.fromkeys(e["grid_of"] for e in entries))
@@ -450,7 +451,8 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
 def ts_group_privacy(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                      paper_dir: Path, method: str = "AdaPrivate-TS", reference: str = REFERENCE,
                      published: PublishedEntry | None = None) -> list[Path]:
-    """ρ per event = ρ(ε_user)/k², σ, NP% and NP%_norm per group size k (spec §9.5)."""
+    """ρ per event = ρ(ε_user)/k², σ, NP% and NP%_norm per group size k (docs/ts.md, "Group
+    privacy")."""
     metrics = trial_metrics(exp, summary, reference)
     ref = published.data if published else {}
     pub_rows = {int(k): v for k, v in (ref.get("rows") or {}).items()}

@@ -114,8 +114,8 @@ def render_markdown(rep: Reproduction) -> str:
         "(mean ± standard error over trials), and a verdict: *reproduced* (within the stated "
         "agreement rule, or the claim's statistical test supports it), *differs* (with the "
         "reason) or *not run* (no results, or results at another scale, e.g. the smoke "
-        "configuration). Agreement rules follow the specifications where they give one "
-        "(glm spec §6.6); otherwise a number is reproduced when our mean is within 2 standard "
+        "configuration). Agreement rules follow docs/reproduction.md where it gives one; "
+        "otherwise a number is reproduced when our mean is within 2 standard "
         "errors of it. Claims name their test; strict claims (A < B, grows, falls) need the "
         "test to establish them at the stated level, non-strict ones (A ≤ B, within a range) "
         "must not be contradicted by it.",

@@ -17,17 +17,9 @@ from scipy.linalg.blas import daxpy as axpy
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
+from dpbandits.linalg import cho_solve, cholesky, solve_lower_t, widths
 from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    CONVERSION,
-    LinearPolicy,
-    ZCDPMixin,
-    cho_solve,
-    cholesky,
-    solve_lower_t,
-    widths,
-)
+from dpbandits.policies.linear_core import ALPHA, CONVERSION, LinearPolicy, ZCDPMixin
 from dpbandits.privacy.subsampled import (
     EXTENDED_ORDERS,
     PAPER_ORDERS,

@@ -13,17 +13,9 @@ import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.linalg import cho_solve, cholesky, lambda_min, widths
 from dpbandits.params import Declaration
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    CONVERSION,
-    LinearPolicy,
-    ZCDPMixin,
-    cho_solve,
-    cholesky,
-    lambda_min,
-    widths,
-)
+from dpbandits.policies.linear_core import ALPHA, CONVERSION, LinearPolicy, ZCDPMixin
 
 
 class DGSLinUCB(ZCDPMixin, LinearPolicy):

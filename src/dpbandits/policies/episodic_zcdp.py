@@ -16,18 +16,9 @@ from scipy.linalg import blas
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
+from dpbandits.linalg import cho_solve, cholesky, lambda_min, log_det, widths
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    CONVERSION,
-    LinearPolicy,
-    ZCDPMixin,
-    cho_solve,
-    cholesky,
-    lambda_min,
-    log_det,
-    widths,
-)
+from dpbandits.policies.linear_core import ALPHA, CONVERSION, LinearPolicy, ZCDPMixin
 from dpbandits.privacy.zcdp import gaussian_sigma
 
 

@@ -16,13 +16,9 @@ from scipy.linalg import lapack
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.linalg import cho_solve, widths
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    LinearPolicy,
-    cho_solve,
-    widths,
-)
+from dpbandits.policies.linear_core import ALPHA, LinearPolicy
 from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
 
 L_TILDE = math.sqrt(2.0)

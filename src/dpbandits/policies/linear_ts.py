@@ -6,15 +6,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from dpbandits.linalg import cho_solve, cholesky, solve_lower_t, widths
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    LinearPolicy,
-    cho_solve,
-    cholesky,
-    solve_lower_t,
-    widths,
-)
+from dpbandits.policies.linear_core import ALPHA, LinearPolicy
 
 
 class LinUCB(LinearPolicy):

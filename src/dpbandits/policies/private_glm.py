@@ -307,7 +307,8 @@ class PrivateGLM(Policy):
                         "and all T*K contexts; they set lambda, thresholds, cutoffs, H-tree C")
         ledger.add("post-processing", "switching rule", sensitivity=0.0, noise_scale=0.0,
                    epsilon=0.0, delta=0.0,
-                   note="[P] budgets eps/3 for switching times; the code adds no noise for it")
+                   note="the paper budgets eps/3 for switching times; its code adds no noise "
+                        "for it")
         ledger.breach("a warm-up fit (Criterion I) is triggered by the user's own contexts "
                       "without noise and changes theta_w, which every later user's action "
                       "depends on: joint DP does not hold against a change of one user's "
