@@ -40,3 +40,22 @@ def test_refuses_corrupt_shard_naming_it(tmp_path):
     with pytest.raises(ShardError, match="bad.h5"):
         aggregate([good, bad], tmp_path / "summary.csv", tmp_path / "curves.h5")
     assert not (tmp_path / "summary.csv").exists()
+
+
+def test_provenance_columns_of_real_data_shards(tmp_path):
+    """summary.csv names the archive, its sha256, whether it is pinned and the feature mode of
+    a real-data shard; synthetic rows get no such columns."""
+    import dataclasses
+
+    from test_storage import PROVENANCE
+
+    shard = run_shard(small_spec())
+    write_shard(tmp_path / "synthetic.h5", shard)
+    write_shard(tmp_path / "real.h5", dataclasses.replace(shard, provenance=PROVENANCE))
+    plain = aggregate([tmp_path / "synthetic.h5"], tmp_path / "a.csv", tmp_path / "a.h5")
+    assert not {"data_archives", "data_pinned", "features_fit"} & set(plain.columns)
+    aggregate([tmp_path / "real.h5"], tmp_path / "b.csv", tmp_path / "b.h5")
+    row = pd.read_csv(tmp_path / "b.csv").iloc[0]
+    assert row["data_archives"] == "ml-latest-small.zip" and row["data_sha256"] == "ab" * 32
+    assert not row["data_pinned"] and row["features_fit"] == "prefix10"
+    assert row["features_leak_free"]

@@ -48,7 +48,8 @@ def test_defaults_filled_and_shards_expanded():
     assert shards[-1].spec["instance"]["S"] == 2.0
 
 
-@pytest.mark.parametrize("path", ["config/config.yaml", "config/smoke.yaml"])
+@pytest.mark.parametrize("path", ["config/config.yaml", "config/smoke.yaml", *sorted(
+    str(p.relative_to(REPO)) for p in (REPO / "config" / "examples").glob("*.yaml"))])
 def test_shipped_configs_validate_and_expand(path):
     config = load_config(REPO / path)
     shards = all_shards(config)
@@ -104,6 +105,30 @@ def test_unknown_algorithm_and_private_without_epsilons():
         validate_config(config)
 
 
+def test_an_algorithm_can_run_a_subset_of_the_epsilon_grid():
+    """`epsilons` of an algorithm entry keeps the experiment's ε it lists (an overlay that
+    shrinks the grid shrinks it for that algorithm too); errors are one line."""
+    config = base_config()
+    exp = config["experiments"]["exp"]
+    exp["epsilons"] = [1, 2, 8]
+    exp["algorithms"] = [{"policy": "Private-GLM", "label": "all", "accounting": "paper"},
+                         {"policy": "Private-GLM", "label": "some", "accounting": "paper",
+                          "epsilons": [2, 4, 8]}]
+    shards = experiment_shards("exp", validate_config(config)["experiments"]["exp"])
+    eps = {label: sorted({s.spec["epsilon"] for s in shards if s.spec["algorithm"] == label})
+           for label in ("all", "some")}
+    assert eps == {"all": [1.0, 2.0, 8.0], "some": [2.0, 8.0]}
+    for entry, match in (({"policy": "Uniform", "epsilons": [1]}, "Uniform is not private"),
+                         ({"policy": "Private-GLM", "accounting": "paper", "epsilons": [3]},
+                          r"epsilons = \[3\] is not allowed; must share a value")):
+        bad = base_config()
+        bad["experiments"]["exp"]["epsilons"] = [1, 2]
+        bad["experiments"]["exp"]["algorithms"] = [entry]
+        with pytest.raises(ConfigError, match=match) as info:
+            all_shards(validate_config(bad))
+        assert "\n" not in str(info.value)
+
+
 def test_malformed_yaml_and_missing_file(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("experiments: [unclosed\n")
@@ -114,3 +139,11 @@ def test_malformed_yaml_and_missing_file(tmp_path):
     bad.write_text(yaml.safe_dump({"experiments": {}}))
     with pytest.raises(ConfigError, match="experiments"):
         load_config(bad)
+
+
+def test_a_partial_config_without_base_says_how_to_write_an_overlay():
+    with pytest.raises(ConfigError, match="starts with `base: config/config.yaml`"):
+        validate_config({"experiments": {"glm_table2": {"trials": 20}}})
+    # A complete config without `base` is accepted as it is (no hint needed).
+    validate_config(base_config())
+

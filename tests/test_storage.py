@@ -1,3 +1,5 @@
+import dataclasses
+
 import h5py
 import numpy as np
 import pytest
@@ -60,3 +62,22 @@ def test_failed_write_leaves_nothing(tmp_path, shard_data, monkeypatch):
     with pytest.raises(RuntimeError):
         write_shard(path, shard_data)
     assert list(tmp_path.iterdir()) == []
+
+
+PROVENANCE = {"dataset": "ml-latest-small",
+              "archives": [{"file": "ml-latest-small.zip", "dataset": "ml-latest-small",
+                            "sha256": "ab" * 32, "bytes": 10, "pinned": False}],
+              "features": {"fit": "prefix10", "leak_free": True}}
+
+
+def test_provenance_only_on_real_data_shards(tmp_path, shard_data):
+    """Synthetic shards carry no provenance attribute (their digests stay as recorded); a
+    real-data shard's provenance survives the round trip."""
+    write_shard(tmp_path / "synthetic.h5", shard_data)
+    with h5py.File(tmp_path / "synthetic.h5", "r") as f:
+        assert "provenance" not in f.attrs
+    assert read_shard(tmp_path / "synthetic.h5").provenance == {}
+    real = dataclasses.replace(shard_data, provenance=PROVENANCE)
+    write_shard(tmp_path / "real.h5", real)
+    back = read_shard(tmp_path / "real.h5")
+    assert back.provenance == PROVENANCE and back.spec == shard_data.spec

@@ -15,6 +15,7 @@ import pandas as pd
 
 from dpbandits.atomic import atomic_output
 from dpbandits.config import format_epsilon, slug
+from dpbandits.data.provenance import summary_fields
 from dpbandits.errors import ShardError
 from dpbandits.storage import ShardData, read_shard
 
@@ -37,6 +38,7 @@ def summary_rows(path: str | Path, shard: ShardData, extra: dict[str, Any]) -> l
         **{("instance_seed" if k == "seed" else k): v for k, v in spec["instance"].items()
            if isinstance(v, int | float | str) and k not in ("horizon", "generator")},
         **shard.instance,
+        **summary_fields(shard.provenance),
         **extra,
     }
     rows = []

@@ -179,6 +179,7 @@ def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[
     ConfigError line if bad."""
     if not isinstance(config, dict):
         raise ConfigError(f"config must be a mapping, got {type(config).__name__}")
+    overlay = "base" in config
     resolved = resolve_overlays(config, origin)
     if resolved is not config:
         config.clear()
@@ -189,7 +190,10 @@ def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[
     errors = sorted(validator.iter_errors(config), key=lambda e: list(e.absolute_path))
     if errors:
         best = jsonschema.exceptions.best_match(errors)
-        raise ConfigError(describe_error(best))
+        hint = ("; a config holding only what differs from the default starts with "
+                "`base: config/config.yaml` (see config/examples/)"
+                if not overlay and best.validator == "required" else "")
+        raise ConfigError(describe_error(best) + hint)
     return config
 
 
@@ -228,6 +232,7 @@ def expand_algorithms(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "params": {**entry.get("params", {}), **chosen},
                 "grid_params": chosen,
                 "accounting": entry.get("accounting", "strict"),
+                "epsilons": entry.get("epsilons"),
             })
     return expanded
 
@@ -280,6 +285,15 @@ def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:
             raise ConfigError(f"config error at experiments/{name}/epsilons: algorithm "
                               f"{alg['label']} is private and needs a non-empty epsilon grid")
         epsilons = [float(e) for e in exp["epsilons"]] if cls.private else [None]
+        if alg.get("epsilons") is not None:  # this algorithm runs only these ε of the grid
+            where = f"config error at experiments/{name}/algorithms ({alg['label']}): epsilons"
+            if not cls.private:
+                raise ConfigError(f"{where} is not allowed; {alg['policy']} is not private")
+            own = {float(e) for e in alg["epsilons"]}
+            epsilons = [e for e in epsilons if e in own]
+            if not epsilons:
+                raise ConfigError(f"{where} = {alg['epsilons']} is not allowed; must share a "
+                                  f"value with the experiment's epsilons {exp['epsilons']}")
         for eps, (index, inst), trial_block in itertools.product(
             epsilons, enumerate(instances), blocks
         ):

@@ -110,4 +110,5 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
         ledger=rows["ledger"],
         diagnostics={n: np.array([d.get(n, np.nan) for d in diagnostics]) for n in names},
         events=events,
+        provenance=instance.provenance() if hasattr(instance, "provenance") else {},
     )

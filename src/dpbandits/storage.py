@@ -3,7 +3,9 @@
 Layout (SCHEMA_VERSION 1): datasets `trials` (n,), `checkpoints` (m,) 1-based rounds,
 `cum_regret` and `cum_reward` (n, m), `wall_time` (n,), `ledger` (n,) JSON strings, group
 `diagnostics/<name>` (n,) floats, group `events/<trial>/<name>` arrays; attributes
-`schema_version`, `spec` (JSON), `instance` (JSON), `package_version`, `git_commit`, `complete`.
+`schema_version`, `spec` (JSON), `instance` (JSON), `package_version`, `git_commit`, `complete`,
+and on real-data shards only `provenance` (JSON: archives with sha256 and pinned flag, feature
+fit; docs/realdata.md, "Provenance").
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ShardData:
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
     events: dict[int, dict[str, np.ndarray]] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def final_regret(self) -> np.ndarray:
@@ -75,6 +78,8 @@ def write_shard(path: str | Path, data: ShardData) -> None:
             f.attrs["instance"] = json.dumps(data.instance, sort_keys=True)
             f.attrs["package_version"] = __version__
             f.attrs["git_commit"] = data.attrs.get("git_commit", git_commit())
+            if data.provenance:
+                f.attrs["provenance"] = json.dumps(data.provenance, sort_keys=True)
             f.create_dataset("trials", data=np.asarray(data.trials, dtype=np.int64))
             f.create_dataset("checkpoints", data=np.asarray(data.checkpoints, dtype=np.int64))
             for name in ("cum_regret", "cum_reward"):
@@ -128,6 +133,7 @@ def read_shard(path: str | Path) -> ShardData:
                     for trial, group in f["events"].items()
                 },
                 attrs={k: f.attrs[k] for k in ("package_version", "git_commit")},
+                provenance=json.loads(f.attrs.get("provenance", "{}")),
             )
     except ShardError:
         raise

@@ -64,20 +64,36 @@ def _zip(path: Path, members: dict[str, str | bytes], dirs: tuple[str, ...] = ()
     return path
 
 
-def write_movielens_zip(folder: Path, name: str = "ml-25m", **kw: object) -> Path:
+def ratings_csv_text(frame: pd.DataFrame, newline: str = "\n", trailing_comma: bool = False,
+                     bom: bool = False) -> str:
+    """ratings.csv text as GroupLens writes it, or in a re-saved variant: CRLF line ends, a comma
+    at the end of every line (spreadsheet export), a UTF-8 byte-order mark."""
+    text = frame.to_csv(index=False, float_format="%.1f", lineterminator="\n")
+    lines = text.splitlines()
+    if trailing_comma:
+        lines = [line + "," for line in lines]
+    return ("\ufeff" if bom else "") + newline.join(lines) + newline
+
+
+def write_movielens_zip(folder: Path, name: str = "ml-25m", frame: pd.DataFrame | None = None,
+                        top_folder: bool = True, newline: str = "\n",
+                        trailing_comma: bool = False, bom: bool = False, **kw: object) -> Path:
     """`<name>.zip` holding `<name>/ratings.csv`, `movies.csv`, `tags.csv`, `links.csv`,
-    `README.txt` (the ml-25m / ml-latest-small layout)."""
-    frame = movielens_frame(**kw)  # type: ignore[arg-type]
-    ratings = frame.to_csv(index=False, float_format="%.1f", lineterminator="\n")
+    `README.txt` (the ml-25m / ml-latest-small layout; `top_folder=False`: the files at the zip's
+    root, as in re-packed copies); ratings from `frame` (default `movielens_frame(**kw)`) in the
+    text variant of `ratings_csv_text`."""
+    frame = movielens_frame(**kw) if frame is None else frame  # type: ignore[arg-type]
+    ratings = ratings_csv_text(frame, newline, trailing_comma, bom)
     movies = movies_csv(frame["movieId"].to_numpy())
+    prefix = f"{name}/" if top_folder else ""
     members = {
-        f"{name}/ratings.csv": ratings,
-        f"{name}/movies.csv": movies,
-        f"{name}/tags.csv": "userId,movieId,tag,timestamp\n1,1,\"funny, warm\",1139045764\n",
-        f"{name}/links.csv": "movieId,imdbId,tmdbId\n1,0114709,862\n",
-        f"{name}/README.txt": "Summary\n=======\nfixture\n",
+        f"{prefix}ratings.csv": ratings,
+        f"{prefix}movies.csv": movies,
+        f"{prefix}tags.csv": "userId,movieId,tag,timestamp\n1,1,\"funny, warm\",1139045764\n",
+        f"{prefix}links.csv": "movieId,imdbId,tmdbId\n1,0114709,862\n",
+        f"{prefix}README.txt": "Summary\n=======\nfixture\n",
     }
-    return _zip(folder / f"{name}.zip", members, dirs=(f"{name}/",))
+    return _zip(folder / f"{name}.zip", members, dirs=(prefix,) if top_folder else ())
 
 
 def write_ml100k_zip(folder: Path, **kw: object) -> Path:
@@ -104,14 +120,15 @@ def jester_frame(n_users: int = 200, n_items: int = 150, density: float = 0.3,
     return pd.DataFrame({"user": cells["user"] + 1, "item": cells["item"] + 1, "rating": rating})
 
 
-def write_jester2_zip(folder: Path, **kw: object) -> Path:
+def write_jester2_zip(folder: Path, inner: str = "", newline: str = "\n", **kw: object) -> Path:
     """`jester_dataset_2.zip`: `jester_ratings.dat` (user, joke, rating; tab-tab separated) and
-    `jester_items.dat`."""
+    `jester_items.dat` at the zip's root (upstream), or under the folder `inner`."""
     f = jester_frame(**kw)  # type: ignore[arg-type]
-    text = "".join(f"{u}\t\t{i}\t\t{r:.2f}\n" for u, i, r in f.itertuples(index=False))
+    text = "".join(f"{u}\t\t{i}\t\t{r:.2f}{newline}" for u, i, r in f.itertuples(index=False))
     items = "".join(f"{i}:\n<p>joke {i}</p>\n\n" for i in range(1, 151))
+    prefix = f"{inner}/" if inner else ""
     return _zip(folder / "jester_dataset_2.zip",
-                {"jester_ratings.dat": text, "jester_items.dat": items})
+                {f"{prefix}jester_ratings.dat": text, f"{prefix}jester_items.dat": items})
 
 
 def jester_matrix(n_users: int = 60, n_jokes: int = 100, density: float = 0.5,
@@ -155,3 +172,54 @@ def write_jester1_zips(folder: Path, n_users: int = 40) -> list[Path]:
     return [_zip(folder / f"jester_dataset_1_{i}.zip",
                  {f"jester-data-{i}.xls": xls_bytes(jester_matrix(n_users, seed=10 + i))})
             for i in (1, 2, 3)]
+
+
+ML_SMALL_START, ML_SMALL_END = 828_000_000, 1_537_800_000  # 1996-03-29 .. 2018-09-24
+
+
+def ml_latest_small_frame(n_users: int = 610, n_items: int = 9742, n_ratings: int = 100_836,
+                          rank: int = 10, seed: int = 0) -> pd.DataFrame:
+    """An ml-latest-small-shaped log: heavy-tailed user activity (≥ 20 ratings each), Zipf item
+    popularity, gappy movie ids, rating = 3.5 + user bias + item bias + rank-`rank` taste +
+    noise in half stars (a share of users rates whole stars), each user's ratings in bursts
+    after an arrival time spread over 1996–2018; sorted by user then movie as upstream."""
+    rng = np.random.default_rng(seed)
+    cap = n_items // 3
+    if not 20 * n_users <= n_ratings <= cap * n_users:
+        raise ValueError(f"n_ratings = {n_ratings} does not fit {n_users} users rating 20 to "
+                         f"{cap} of {n_items} items each")
+    activity = rng.lognormal(0.0, 1.3, n_users)
+    counts = np.minimum(20 + activity * (n_ratings - 20 * n_users) / activity.sum(),
+                        cap).astype(np.int64)
+    while counts.sum() < n_ratings:  # hand out what the cap and the rounding left
+        room = np.flatnonzero(counts < cap)
+        counts[rng.choice(room, size=min(n_ratings - counts.sum(), len(room)),
+                          replace=False)] += 1
+    popularity = rng.permutation((np.arange(n_items) + 10.0) ** -0.9)
+    popularity /= popularity.sum()
+    b_user = rng.normal(0.0, 0.35, n_users)
+    b_item = rng.normal(0.0, 0.3, n_items) + 0.08 * np.log(popularity * n_items)
+    p = rng.normal(0.0, 1.0, (n_users, rank)) / rank ** 0.25
+    q = rng.normal(0.0, 1.0, (n_items, rank)) / rank ** 0.25
+    whole_stars = rng.random(n_users) < 0.4
+    arrival = rng.uniform(ML_SMALL_START, ML_SMALL_END - 86_400, n_users)
+    spread = rng.lognormal(np.log(86_400.0), 2.5, n_users)
+    users, items, stars, times = [], [], [], []
+    for u in range(n_users):
+        chosen = rng.choice(n_items, size=int(counts[u]), replace=False, p=popularity)
+        score = 3.5 + b_user[u] + b_item[chosen] + 0.6 * (q[chosen] @ p[u]) \
+            + rng.normal(0.0, 0.7, len(chosen))
+        step = 1.0 if whole_stars[u] else 0.5
+        stars.append(np.clip(np.round(score / step) * step, 0.5 if step == 0.5 else 1.0, 5.0))
+        users.append(np.full(len(chosen), u))
+        items.append(chosen)
+        times.append(np.minimum(arrival[u] + rng.exponential(spread[u], len(chosen)),
+                                ML_SMALL_END).astype(np.int64))
+    movie_ids = np.sort(rng.choice(np.arange(1, 193_610), size=n_items, replace=False))
+    movie_ids[0] = 1
+    return pd.DataFrame({
+        "userId": np.concatenate(users) + 1,
+        "movieId": movie_ids[np.concatenate(items)],
+        "rating": np.concatenate(stars),
+        "timestamp": np.concatenate(times),
+    }).sort_values(["userId", "movieId"], kind="stable").reset_index(drop=True)

@@ -50,9 +50,23 @@ def test_corrupted_source_is_rejected_and_nothing_survives(source, tmp_path):
     data[5] ^= 0xFF
     (folder / spec.file).write_bytes(bytes(data))
     dest = tmp_path / "archives" / "ml-25m.zip"
-    with pytest.raises(DownloadError, match="does not match the pinned"):
+    with pytest.raises(DownloadError, match="does not match the pinned") as err:
         fetch_archive(spec, dest, mirror=str(folder))
     assert _leftovers(dest.parent) == []
+    # the message names the mirror's file to replace, not the temporary that no longer exists
+    message = str(err.value)
+    assert f"{folder / spec.file}: sha256 " in message
+    assert f"replace {folder / spec.file} with the pinned release" in message
+    assert ".part" not in message and "delete it" not in message
+
+
+def test_a_bad_url_source_is_named_by_its_url(source, tmp_path):
+    folder, spec = source
+    (folder / "other.zip").write_bytes(PAYLOAD[:-1] + b"x")
+    url = (folder / "other.zip").as_uri()
+    with pytest.raises(DownloadError) as err:
+        fetch_archive(replace(spec, urls=(url,)), tmp_path / "archives" / "ml-25m.zip")
+    assert f"{url}: sha256 " in str(err.value) and ".part" not in str(err.value)
 
 
 def test_offline_fails_fast_with_one_placement_message(tmp_path):
@@ -66,9 +80,17 @@ def test_offline_fails_fast_with_one_placement_message(tmp_path):
     message = str(err.value)
     assert "\n" not in message
     for needle in (f"Place ml-25m.zip at {dest}", "https://127.0.0.1:9/ml-25m.zip",
-                   f"sha256 {spec.sha256}", "261978986 bytes", str(tmp_path / "empty")):
+                   f"sha256 {spec.sha256}", "261978986 bytes", str(tmp_path / "empty"),
+                   "data: mirror:"):
         assert needle in message
     assert _leftovers(dest.parent) == []
+
+
+def test_offline_message_without_a_mirror_names_the_mirror_option(tmp_path):
+    spec = replace(archives()["jester_dataset_2.zip"], urls=((tmp_path / "none.zip").as_uri(),))
+    with pytest.raises(DownloadError) as err:
+        fetch_archive(spec, tmp_path / "archives" / spec.file)
+    assert "or into a folder named by the config's data: mirror: option" in str(err.value)
 
 
 class _RangeHandler(http.server.BaseHTTPRequestHandler):

@@ -60,3 +60,52 @@ def test_dataset_1_three_workbooks_have_disjoint_users(tmp_path):
     expected = sum(int(jester_matrix(15, seed=10 + i)[:, 0].sum()) for i in (1, 2, 3))
     assert len(log.user) == expected
     assert log.n_users == 45 and log.n_items <= 100
+
+
+@pytest.mark.parametrize("content", [
+    b"<html><body>jester-data-1</body></html>",  # a web page saved under the .xls name
+    b"PK\x03\x04" + bytes(200),  # a broken zip container (.xlsx-like)
+    b"",
+])
+def test_a_non_excel_xls_is_one_data_error_line(tmp_path, content):
+    path = tmp_path / "jester-data-1.xls"
+    path.write_bytes(content)
+    with pytest.raises(DataError) as err:
+        read_matrix(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: cannot be read as an Excel workbook")
+    assert "\n" not in message
+
+
+def test_a_text_cell_in_a_workbook_is_one_data_error_line(tmp_path):
+    import xlwt
+
+    book = xlwt.Workbook()
+    sheet = book.add_sheet("s")
+    for j, value in enumerate([2, 1.5, "funny"]):
+        sheet.write(0, j, value)
+    path = tmp_path / "jester-data-1.xls"
+    book.save(str(path))
+    with pytest.raises(DataError, match="non-numeric cells"):
+        read_matrix(path)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("1\t\t5\t\tfunny\n", "cannot be read as a Jester jester_ratings.dat"),
+    ("1\t\t5\n", "outside [-10, 10] or missing"),
+])
+def test_a_broken_dat_is_one_data_error_line(tmp_path, text, needle):
+    path = tmp_path / "jester_ratings.dat"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        read_ratings_dat(path)
+    assert needle in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("variant", [{"inner": "jester_dataset_2"}, {"newline": "\r\n"}])
+def test_dataset_2_repacked_variants(tmp_path, variant):
+    archive = write_jester2_zip(tmp_path, n_users=30, n_items=150, density=0.2, **variant)
+    safe_extract(archive, tmp_path / "raw")
+    log = parse_dataset("jester-2", {archive.name: tmp_path / "raw"})
+    np.testing.assert_allclose(log.rating, jester_frame(30, 150, 0.2)["rating"].to_numpy(),
+                               atol=1e-5)

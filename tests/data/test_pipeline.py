@@ -46,3 +46,21 @@ def test_unpinned_checksum_is_printed_on_stderr(tmp_path, capsys, restore_loggin
     err = capsys.readouterr().err
     assert f"computed {sha256_of(archive)}" in err and "not pinned" in err
     assert (tmp_path / "stamp.json").is_file()
+
+
+def test_non_excel_xls_is_one_line_from_the_parse_stage(tmp_path, capsys, restore_logging):
+    dirs = {}
+    for i in (1, 2, 3):
+        folder = tmp_path / f"jester_dataset_1_{i}"
+        folder.mkdir()
+        (folder / f"jester-data-{i}.xls").write_bytes(b"not a workbook\n")
+        dirs[f"jester_dataset_1_{i}.zip"] = str(folder)
+    with pytest.raises(SystemExit) as exit_info:
+        pipeline.run(pipeline.parse, tmp_path / "parse.log", dataset="jester-1", raw_dirs=dirs,
+                     output=tmp_path / "ratings.h5")
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dpbandits: error: ")
+    assert "cannot be read as an Excel workbook" in lines[0] and "Traceback" not in err
+    assert not (tmp_path / "ratings.h5").exists()

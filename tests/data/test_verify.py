@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from dpbandits.data import registry
 from dpbandits.data.files import sha256_of
 from dpbandits.data.registry import archives
 from dpbandits.data.verify import VerificationError, verify_archive
@@ -19,12 +20,24 @@ def archive(tmp_path):
     return path, spec
 
 
-def test_good_archive_gets_a_stamp(archive, tmp_path):
+def test_good_archive_gets_a_stamp(archive, tmp_path, monkeypatch):
     path, spec = archive
+    table = {**archives(), spec.file: spec}  # this archive is the committed table's release
+    monkeypatch.setattr(registry, "archives", lambda: table)
     stamp = tmp_path / "stamp.json"
     verify_archive(path, spec, stamp)
     record = json.loads(stamp.read_text())
     assert record["sha256"] == spec.sha256 and record["bytes"] == spec.bytes and record["pinned"]
+    assert record["pinned_sha256"] == spec.sha256
+
+
+def test_an_overridden_checksum_verifies_but_is_not_pinned(archive, tmp_path, caplog):
+    path, spec = archive  # spec carries a config override of the sha256 and size
+    with caplog.at_level(logging.WARNING):
+        record = verify_archive(path, spec, tmp_path / "stamp.json")
+    assert record["sha256"] == sha256_of(path) and record["pinned"] is False
+    assert record["pinned_sha256"] == archives()["ml-25m.zip"].sha256
+    assert "not the pinned release" in caplog.text and "not comparable" in caplog.text
 
 
 def test_one_corrupted_byte_fails_with_a_clear_message(archive, tmp_path):
@@ -39,6 +52,7 @@ def test_one_corrupted_byte_fails_with_a_clear_message(archive, tmp_path):
     message = str(err.value)
     assert spec.sha256 in message and sha256_of(path) in message and str(path) in message
     assert "delete it and re-run" in message and "\n" not in message
+    assert f"set data: files: ml-25m.zip: sha256: {sha256_of(path)}" in message
     assert not stamp.exists()
 
 
@@ -46,8 +60,9 @@ def test_wrong_size_is_reported_before_hashing(archive, tmp_path):
     path, spec = archive
     with open(path, "ab") as handle:
         handle.write(b"x")
-    with pytest.raises(VerificationError, match=f"must have {spec.bytes} bytes"):
+    with pytest.raises(VerificationError, match=f"must have {spec.bytes} bytes") as err:
         verify_archive(path, spec, tmp_path / "stamp.json")
+    assert f"set data: files: ml-25m.zip: sha256: {sha256_of(path)}" in str(err.value)
 
 
 def test_unpinned_checksum_is_computed_and_printed(archive, tmp_path, caplog):
@@ -57,3 +72,15 @@ def test_unpinned_checksum_is_computed_and_printed(archive, tmp_path, caplog):
         record = verify_archive(path, spec, tmp_path / "stamp.json")
     assert record["sha256"] == sha256_of(path) and record["pinned"] is False
     assert sha256_of(path) in caplog.text and "not pinned" in caplog.text
+
+
+def test_the_pinned_release_with_an_unknown_size_prints_its_size(archive, tmp_path, caplog,
+                                                                  monkeypatch):
+    path, spec = archive
+    spec = replace(spec, file="jester_dataset_2.zip", dataset="jester-2", bytes=None)
+    table = {**archives(), spec.file: spec}  # jester-2's size is "unknown" in the table
+    monkeypatch.setattr(registry, "archives", lambda: table)
+    with caplog.at_level(logging.WARNING):
+        record = verify_archive(path, spec, tmp_path / "stamp.json")
+    assert record["pinned"] is True
+    assert f"the pinned release has {path.stat().st_size} bytes - pin it" in caplog.text

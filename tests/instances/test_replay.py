@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from dpbandits.data import DataError
+from dpbandits.data.fitting import parse_fit
 from dpbandits.data.ratings import RawRatings, build_log, write_log
-from dpbandits.data.svd import featurize, write_factors
+from dpbandits.data.svd import featurize, read_factors, write_factors
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.instances.replay import arm_features
@@ -34,6 +35,7 @@ def files(tmp_path_factory):
 
 
 def make(files, generator="movielens_replay", **overrides):
+    """A replay instance on the files of `files` (ratings and features paths)."""
     params = {"generator": generator, "ratings": files["ratings"], "features": files["features"],
               "requires": [files["ratings"], files["features"]], "horizon": 50, "K": 3,
               "seed": 4, **overrides}
@@ -219,3 +221,125 @@ def test_missing_feature_file_says_to_run_the_data_rules(files, tmp_path):
 def test_info_is_a_linear_problem(files):
     info = make(files).info
     assert (info.family, info.d, info.K, info.horizon) == ("linear", K_SVD, 3, 50)
+
+
+# --- leak-free feature modes (docs/realdata.md, "Feature modes") -------------------------------
+
+ARCHIVE = {"file": "toy.zip", "dataset": "toy", "sha256": "ab" * 32, "bytes": 1, "pinned": False}
+
+
+def write_pair(folder, log, token, k=K_SVD):
+    """ratings.h5 (with an archive record) and features fit in mode `token`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    log = log.subset(np.arange(len(log.user)))  # a copy: the module's log stays as it is
+    log.archives = [ARCHIVE]
+    write_log(folder / "ratings.h5", log)
+    write_factors(folder / f"svd_{token}.h5", featurize(log, k=k, fit=parse_fit(token)))
+    return {"ratings": str(folder / "ratings.h5"), "features": str(folder / f"svd_{token}.h5")}
+
+
+def with_rating(log, event, value):
+    changed = log.subset(np.arange(len(log.user)))
+    changed.rating = log.rating.copy()
+    changed.rating[event] = value
+    return changed
+
+
+def all_arms(inst, trial=0):
+    env = inst.environment(trial)
+    return np.stack([env.arms(s) for s in range(inst.n_steps)])
+
+
+@pytest.mark.parametrize("token,warm", [("prefix10", 0.1), ("split80", 0.0)])
+def test_replay_period_ratings_do_not_reach_the_features(files, tmp_path, token, warm):
+    log = files["log"]
+    fit = parse_fit(token)
+    replayed = np.flatnonzero(~fit.mask(len(log.user)))
+    event = int(replayed[len(replayed) // 2])
+    a = make(write_pair(tmp_path / "a", log, token), warm_start=warm)
+    flipped = 5.0 if log.rating[event] < 4 else 1.0  # the replayed click flips
+    b = make(write_pair(tmp_path / "b", with_rating(log, event, flipped), token), warm_start=warm)
+    assert a.reward.sum() != b.reward.sum()
+    np.testing.assert_array_equal(all_arms(a), all_arms(b))
+    assert (a.theta0 is None and b.theta0 is None) or np.array_equal(a.theta0, b.theta0)
+
+
+def test_negative_control_whole_log_features_see_the_replay_period(files, tmp_path):
+    log = files["log"]
+    event = len(log.user) - 5
+    a = make(write_pair(tmp_path / "a", log, "whole"), warm_start=0.1)
+    flipped = 5.0 if log.rating[event] < 4 else 1.0
+    b = make(write_pair(tmp_path / "b", with_rating(log, event, flipped), "whole"),
+             warm_start=0.1)
+    assert a.reward.sum() != b.reward.sum()
+    assert not np.array_equal(all_arms(a), all_arms(b))
+
+
+def test_prefix_features_replay_exactly_the_events_after_the_fit(files, tmp_path):
+    log = files["log"]
+    inst = make(write_pair(tmp_path, log, "prefix10"), warm_start=0.1)
+    n_warm = int(np.floor(0.1 * len(log.user)))
+    assert inst.n_fit == n_warm and inst.n_warm == n_warm
+    np.testing.assert_array_equal(inst.user, log.user[n_warm:])
+    assert inst.describe()["fit_events"] == n_warm
+
+
+def test_prefix_features_reaching_into_the_replay_are_refused(files, tmp_path):
+    pair = write_pair(tmp_path, files["log"], "prefix50")
+    with pytest.raises(ConfigError) as err:
+        make(pair, warm_start=0.1)
+    message = str(err.value)
+    assert "warm_start = 0.1 is not allowed" in message and "allowed: warm_start >= 0.5" in message
+    make(pair, warm_start=0.5)  # the replay then starts where the fit ends
+
+
+def test_split_features_replay_only_the_held_out_events(files, tmp_path):
+    log = files["log"]
+    fit = parse_fit("split80")
+    mask = fit.mask(len(log.user))
+    inst = make(write_pair(tmp_path, log, "split80"), generator="jester_replay", threshold=3.5)
+    assert inst.n_steps == int((~mask).sum()) == len(log.user) - fit.n_fit(len(log.user))
+    np.testing.assert_array_equal(inst.user, log.user[~mask])
+    np.testing.assert_array_equal(inst.item, log.item[~mask])
+    capped = make(write_pair(tmp_path, log, "split80"), generator="jester_replay", max_steps=7)
+    np.testing.assert_array_equal(capped.user, log.user[~mask][:7])
+
+
+def test_features_of_another_ratings_file_are_refused(files, tmp_path):
+    log = files["log"]
+    pair = write_pair(tmp_path / "a", log, "prefix10")
+    other = write_pair(tmp_path / "b", log.subset(np.arange(len(log.user) - 3)), "prefix10")
+    with pytest.raises(DataError, match="rebuild the features"):
+        make({"ratings": pair["ratings"], "features": other["features"]})
+    moved = dict(ARCHIVE, sha256="cd" * 32)
+    log_b = log.subset(np.arange(len(log.user)))
+    log_b.archives = [moved]
+    write_log(tmp_path / "a" / "ratings.h5", log_b)
+    with pytest.raises(DataError, match="other archives"):
+        make(pair)
+
+
+def test_describe_and_provenance_of_a_replay(files, tmp_path):
+    leak_free = make(write_pair(tmp_path / "a", files["log"], "prefix10"), warm_start=0.1)
+    whole = make(write_pair(tmp_path / "b", files["log"], "whole"), warm_start=0.1)
+    for inst in (leak_free, whole):
+        assert 0.0 <= inst.describe()["feature_auc"] <= 1.0
+    assert whole.describe()["feature_auc"] > leak_free.describe()["feature_auc"]
+    # share of replayed events whose user and item have a rating in the fit part
+    assert whole.describe()["feature_coverage"] == 1.0
+    seen_users = np.unique(files["log"].user[: leak_free.n_fit])
+    seen_items = np.unique(files["log"].item[: leak_free.n_fit])
+    expected = np.mean(np.isin(leak_free.user, seen_users) & np.isin(leak_free.item, seen_items))
+    assert leak_free.describe()["feature_coverage"] == pytest.approx(expected)
+    assert leak_free.provenance() == {"dataset": "toy", "archives": [ARCHIVE],
+                                      "features": {"fit": "prefix10", "leak_free": True}}
+    assert whole.provenance()["features"] == {"fit": "whole", "leak_free": False}
+
+
+def test_leak_free_features_without_their_fit_record_are_refused(files, tmp_path):
+    pair = write_pair(tmp_path, files["log"], "prefix10")
+    factors = read_factors(pair["features"])
+    factors.fit_events = None
+    write_factors(pair["features"], factors)
+    with pytest.raises(DataError, match="does not record which events its prefix10 fit used"):
+        make(pair, warm_start=0.1)

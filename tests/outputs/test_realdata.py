@@ -42,7 +42,8 @@ def curves():
     ts = np.cumsum(np.where(t < 40, 0.60, 0.75))  # cumulative reward of rates 0.6 then 0.75
     ucb = 0.68 * t
     return [{"algorithm": a, "epsilon": "1", "checkpoints": t, "reward_mean": m,
-             "reward_se": 0.01 * t} for a, m in (("AdaPrivate-TS", ts), ("AdaPrivate-UCB", ucb))]
+             "reward_se": 0.01 * t, "n_trials": 3}
+            for a, m in (("AdaPrivate-TS", ts), ("AdaPrivate-UCB", ucb))]
 
 
 def test_ctr_frame_means_cis_and_reference_percent():
@@ -86,3 +87,16 @@ def test_table_and_figure_files(tmp_path):
     assert "71.7-72.6%" in md and "not run" in md
     figs = ctr_curve("ts_movielens", {}, summary(), curves(), tmp_path, epsilon=1.0)
     assert all(p.stat().st_size > 0 for p in figs)
+
+
+def test_ctr_table_caption_names_the_archive_and_feature_mode(tmp_path):
+    data = summary().assign(data_archives="ml-latest-small.zip", data_sha256="ab" * 32,
+                            data_pinned=False, features_fit="whole", features_leak_free=False,
+                            feature_auc=0.93)
+    ctr_table("ts_movielens_small", {}, data, curves(), tmp_path, reference="LinTS")
+    md = (tmp_path / "tables" / "ts_movielens_small_ctr.md").read_text()
+    assert "ml-latest-small.zip (sha256 abababababab…), NOT the pinned release" in md
+    assert "SVD fit on the whole log (the replayed ratings included)" in md
+    assert "AUC on the replayed events 0.930" in md
+    ctr_table("ts_x", {}, summary(), curves(), tmp_path, reference="LinTS")
+    assert "sha256" not in (tmp_path / "tables" / "ts_x_ctr.md").read_text()

@@ -1,11 +1,14 @@
 # Real data: download → verify → extract → parse → svd under config["data"]["root"]
 # (default results/data). Archives placed by hand at <root>/archives/<file> are used as they are
 # (after verification). Replay instances list the files they read under `requires:`.
+# Features: <root>/<dataset>/svd_k<k>_<fit>.h5, fit = whole | prefix<p> | split<p>
+# (docs/realdata.md, "Feature modes"); ratings.h5 records the archives' stamps (provenance).
 import re
 import sys
 
 from dpbandits.errors import DPBanditsError
 from dpbandits.data.layout import archive_path, features_path, ratings_path, raw_dir, stamp_path
+from dpbandits.data.fitting import TOKEN_PATTERN as _FIT_RE
 from dpbandits.data.registry import archives, check_data_config, datasets, stems
 
 try:
@@ -68,7 +71,8 @@ rule data_extract:
 
 rule data_parse:
     input:
-        lambda wc: [str(raw_dir(DATA_ROOT, s)) for s in stems(wc.dataset).values()],
+        raw=lambda wc: [str(raw_dir(DATA_ROOT, s)) for s in stems(wc.dataset).values()],
+        stamps=lambda wc: [str(stamp_path(DATA_ROOT, f)) for f in stems(wc.dataset)],
     output:
         str(ratings_path(DATA_ROOT, "{dataset}")),
     wildcard_constraints:
@@ -88,14 +92,15 @@ rule data_svd:
     input:
         str(ratings_path(DATA_ROOT, "{dataset}")),
     output:
-        str(features_path(DATA_ROOT, "{dataset}", "{k}")),
+        str(features_path(DATA_ROOT, "{dataset}", "{k}", "{fit}")),
     wildcard_constraints:
         dataset=_DATASET_RE,
         k=r"[1-9][0-9]*",
+        fit=_FIT_RE,
     log:
-        f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}.log",
+        f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}_{{fit}}.log",
     benchmark:
-        f"{DATA_ROOT}/benchmarks/svd_{{dataset}}_k{{k}}.tsv"
+        f"{DATA_ROOT}/benchmarks/svd_{{dataset}}_k{{k}}_{{fit}}.tsv"
     resources:
         runtime=lambda wildcards, attempt: 60 * attempt,
         mem_mb=lambda wildcards, attempt: 8000 * attempt,

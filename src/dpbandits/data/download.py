@@ -27,7 +27,10 @@ class DownloadError(DataError):
 
 def placement_message(spec: ArchiveSpec, dest: Path, mirror: str | None, tried: list[str]) -> str:
     """The one line shown when an archive cannot be fetched."""
-    where = f"{dest}" + (f" (or into the mirror folder {mirror})" if mirror else "")
+    if mirror:
+        where = f"{dest} (or into the mirror folder {mirror}, the config's data: mirror:)"
+    else:
+        where = f"{dest} (or into a folder named by the config's data: mirror: option)"
     sha = spec.sha256 or "not pinned (computed and printed at verification)"
     size = f", {spec.bytes} bytes" if spec.bytes else ""
     url = spec.urls[0] if spec.urls else "none configured"
@@ -42,6 +45,13 @@ def _short(exc: BaseException) -> str:
     if isinstance(exc, urllib.error.URLError):
         return str(exc.reason).replace("\n", " ")
     return str(exc).replace("\n", " ") or type(exc).__name__
+
+
+def _advice(source: str, is_url: bool) -> str:
+    """What to do about a source whose bytes fail verification."""
+    if is_url:
+        return "this URL does not serve the pinned release"
+    return f"replace {source} with the pinned release"
 
 
 def _fetch_url(url: str, part: Path, timeout: float, context: ssl.SSLContext) -> None:
@@ -96,9 +106,9 @@ def fetch_archive(
                     continue
                 log.info("copying %s", source)
                 shutil.copyfile(source, part)
-            check_archive(part, spec)
+            check_archive(part, spec, name=source, advice=_advice(source, is_url))
         except VerificationError as exc:
-            tried.append(f"{source}: {exc}")
+            tried.append(str(exc))
             part.unlink(missing_ok=True)
             continue
         except (urllib.error.URLError, OSError, ValueError) as exc:

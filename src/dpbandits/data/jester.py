@@ -15,29 +15,22 @@ import pandas as pd
 
 from dpbandits.data import DataError
 from dpbandits.data.ratings import RawRatings
+from dpbandits.data.readers import check_range, first_line, read_frame
 
 log = logging.getLogger(__name__)
 UNRATED = 99.0
 RATING_RANGE = (-10.0, 10.0)
 
 
-def _check_range(path: Path, rating: np.ndarray) -> None:
-    low, high = RATING_RANGE
-    bad = (rating < low - 1e-6) | (rating > high + 1e-6)
-    if bad.any():
-        raise DataError(f"{path}: {int(bad.sum())} rating(s) outside [{low:g}, {high:g}], "
-                        f"e.g. {float(rating[bad][0])}")
-
-
 def read_ratings_dat(path: str | Path) -> RawRatings:
     """Jester dataset 2 `jester_ratings.dat`; rows with the unrated marker 99 are dropped."""
     path = Path(path)
-    frame = pd.read_csv(path, sep=r"\s+", header=None, names=["user", "item", "rating"],
-                        dtype={"user": np.int64, "item": np.int64, "rating": np.float32},
-                        engine="c")
+    frame = read_frame(path, "a Jester jester_ratings.dat", sep=r"\s+", header=None,
+                       names=["user", "item", "rating"],
+                       dtype={"user": np.int64, "item": np.int64, "rating": np.float32})
     rated = frame["rating"].to_numpy() != UNRATED
     rating = frame["rating"].to_numpy()[rated]
-    _check_range(path, rating)
+    check_range(path, rating, RATING_RANGE, f" and {UNRATED:g} for not rated")
     return RawRatings(user=frame["user"].to_numpy()[rated], item=frame["item"].to_numpy()[rated],
                       rating=rating, sources=[str(path)])
 
@@ -50,7 +43,14 @@ def read_matrix(path: str | Path, user_offset: int = 0) -> RawRatings:
         frame = pd.read_excel(path, header=None, engine="calamine")
     except ImportError as exc:
         raise DataError(f"{path}: reading workbooks needs python-calamine ({exc})") from None
-    values = frame.to_numpy(dtype=np.float64, na_value=UNRATED)
+    except Exception as exc:  # the engines raise their own types (e.g. CalamineError)
+        raise DataError(f"{path}: cannot be read as an Excel workbook (.xls or .xlsx): "
+                        f"{type(exc).__name__}: {first_line(exc)}") from None
+    try:
+        values = frame.to_numpy(dtype=np.float64, na_value=UNRATED)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: the workbook holds non-numeric cells ({first_line(exc)}); "
+                        "allowed: numbers, 99 for not rated") from None
     if values.ndim != 2 or values.shape[1] < 2:
         raise DataError(f"{path}: expected a users × (1 + jokes) matrix, got {values.shape}")
     counts, grid = values[:, 0], values[:, 1:]
@@ -61,6 +61,6 @@ def read_matrix(path: str | Path, user_offset: int = 0) -> RawRatings:
                     path, mismatch)
     rows, cols = np.nonzero(rated)
     rating = grid[rows, cols].astype(np.float32)
-    _check_range(path, rating)
+    check_range(path, rating, RATING_RANGE, f" and {UNRATED:g} for not rated")
     return RawRatings(user=rows.astype(np.int64) + user_offset, item=cols.astype(np.int64) + 1,
                       rating=rating, sources=[str(path)])

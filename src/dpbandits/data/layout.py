@@ -24,6 +24,7 @@ def ratings_path(root: str | Path, dataset: str) -> Path:
     return Path(root) / dataset / "ratings.h5"
 
 
-def features_path(root: str | Path, dataset: str, k: int) -> Path:
-    """Rank-k SVD factors of a dataset."""
-    return Path(root) / dataset / f"svd_k{k}.h5"
+def features_path(root: str | Path, dataset: str, k: int | str, fit: str = "whole") -> Path:
+    """Rank-k SVD factors of a dataset, fit on the events of `fit` (fitting.py: whole,
+    prefix<p>, split<p>)."""
+    return Path(root) / dataset / f"svd_k{k}_{fit}.h5"

@@ -1,7 +1,10 @@
 """MovieLens parsers: ml-25m / ml-latest-small CSV, ml-100k `u.data`, ml-1m `ratings.dat`.
 
 CSV titles are quoted; `ratings.dat` is `::`-separated. Layouts as the GroupLens READMEs describe
-them (docs/realdata.md, "Datasets").
+them (docs/realdata.md, "Datasets"). Variants found in re-packed copies are accepted where the
+content is unambiguous: CRLF line ends, a UTF-8 byte-order mark, empty trailing columns (a comma
+at the end of every line). Any other reader failure, and any rating outside the published scale,
+is one DataError line naming the file.
 """
 
 from __future__ import annotations
@@ -14,36 +17,68 @@ import pandas as pd
 
 from dpbandits.data import DataError
 from dpbandits.data.ratings import RawRatings
+from dpbandits.data.readers import READ_ERRORS, check_range, first_line, read_frame
 
 CSV_HEADER = ["userId", "movieId", "rating", "timestamp"]
 MOVIES_HEADER = ["movieId", "title", "genres"]
 DTYPES = {"user": np.int32, "item": np.int32, "rating": np.float32, "time": np.int64}
-
-
-def _raw(frame: pd.DataFrame, path: Path) -> RawRatings:
+CSV_RANGE = (0.5, 5.0)
+"""Half stars 0.5–5 (ml-25m and ml-latest-small READMEs)."""
+STAR_RANGE = (1.0, 5.0)
+"""Whole stars 1–5 (ml-100k and ml-1m READMEs)."""
+def _raw(frame: pd.DataFrame, path: Path, allowed: tuple[float, float]) -> RawRatings:
+    rating = frame["rating"].to_numpy()
+    check_range(path, rating, allowed)
     return RawRatings(
         user=frame["user"].to_numpy(), item=frame["item"].to_numpy(),
-        rating=frame["rating"].to_numpy(), time=frame["time"].to_numpy(), sources=[str(path)],
+        rating=rating, time=frame["time"].to_numpy(), sources=[str(path)],
     )
+
+
+def _fields(line: str) -> list[str]:
+    return line.rstrip("\r\n").split(",")
+
+
+def _csv_layout(path: Path) -> int:
+    """Number of columns of a ratings.csv (4, or more when every line ends in commas); checks
+    the header."""
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            header, first = _fields(handle.readline()), _fields(handle.readline())
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({first_line(exc)})") from None
+    names = list(header)
+    while names and names[-1].strip() == "":
+        names.pop()
+    if [n.strip() for n in names] != CSV_HEADER:
+        raise DataError(f"{path}: header {names} is not the MovieLens {CSV_HEADER}")
+    return max(len(header), len(first), len(CSV_HEADER))
 
 
 def read_ratings_csv(path: str | Path) -> RawRatings:
     """`ratings.csv` with header userId,movieId,rating,timestamp (ml-25m, ml-latest-small)."""
     path = Path(path)
-    with open(path, encoding="utf-8") as handle:
-        header = handle.readline().strip().split(",")
-    if header != CSV_HEADER:
-        raise DataError(f"{path}: header {header} is not the MovieLens {CSV_HEADER}")
-    frame = pd.read_csv(path, engine="c", header=0, names=list(DTYPES),
-                        dtype=dict(DTYPES))
-    return _raw(frame, path)
+    width = _csv_layout(path)
+    extra = [f"extra{i}" for i in range(width - len(DTYPES))]
+    frame = read_frame(path, "a MovieLens ratings.csv", header=0, names=[*DTYPES, *extra],
+                       dtype={**DTYPES, **dict.fromkeys(extra, str)}, index_col=False,
+                       encoding="utf-8-sig")
+    for column in extra:
+        filled = frame[column].notna()
+        if filled.any():
+            row = int(np.flatnonzero(filled.to_numpy())[0]) + 2
+            raise DataError(f"{path}: line {row} has a value after the timestamp column "
+                            f"({frame[column][filled].iloc[0]!r}); allowed: the four columns "
+                            f"{','.join(CSV_HEADER)}")
+    return _raw(frame, path, CSV_RANGE)
 
 
 def read_movies_csv(path: str | Path) -> dict[int, str]:
     """`movies.csv` (movieId,title,genres; titles may hold quoted commas) → id → title."""
     path = Path(path)
-    frame = pd.read_csv(path, engine="c", dtype={"movieId": np.int64, "title": str,
-                                                  "genres": str}, keep_default_na=False)
+    frame = read_frame(path, "a MovieLens movies.csv", dtype={"movieId": np.int64,
+                                                              "title": str, "genres": str},
+                       keep_default_na=False, encoding="utf-8-sig")
     if list(frame.columns) != MOVIES_HEADER:
         raise DataError(f"{path}: header {list(frame.columns)} is not the MovieLens "
                         f"{MOVIES_HEADER}")
@@ -53,15 +88,19 @@ def read_movies_csv(path: str | Path) -> dict[int, str]:
 def read_u_data(path: str | Path) -> RawRatings:
     """ml-100k `u.data`: tab-separated user, item, rating, timestamp; no header."""
     path = Path(path)
-    frame = pd.read_csv(path, sep="\t", header=None, names=list(DTYPES), dtype=dict(DTYPES),
-                        engine="c")
-    return _raw(frame, path)
+    frame = read_frame(path, "an ml-100k u.data", sep="\t", header=None, names=list(DTYPES),
+                       dtype=dict(DTYPES))
+    return _raw(frame, path, STAR_RANGE)
 
 
 def read_ratings_dat(path: str | Path) -> RawRatings:
     """ml-1m `ratings.dat`: `UserID::MovieID::Rating::Timestamp`."""
     path = Path(path)
     text = path.read_text(encoding="latin-1").replace("::", "\t")
-    frame = pd.read_csv(StringIO(text), sep="\t", header=None, names=list(DTYPES),
-                        dtype=dict(DTYPES), engine="c")
-    return _raw(frame, path)
+    try:
+        frame = pd.read_csv(StringIO(text), sep="\t", header=None, names=list(DTYPES),
+                            dtype=dict(DTYPES), engine="c")
+    except READ_ERRORS as exc:
+        raise DataError(f"{path}: cannot be read as an ml-1m ratings.dat "
+                        f"({first_line(exc)})") from None
+    return _raw(frame, path, STAR_RANGE)

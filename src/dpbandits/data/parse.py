@@ -15,17 +15,32 @@ from dpbandits.data.registry import datasets
 log = logging.getLogger(__name__)
 
 
-def _need(path: Path) -> Path:
-    if not path.is_file():
-        raise DataError(f"{path}: expected file is missing from the extracted archive")
-    return path
+def locate(folder: Path, inner: str, top: str | None = None) -> Path:
+    """An extracted file: at its upstream place (`<folder>/<top>/<inner>`, or `<folder>/<inner>`
+    when the archive has no top-level folder), else at the other of these two places, else in
+    the one top-level folder that holds it (re-packed archives); one DataError line otherwise."""
+    places = [folder / top / inner, folder / inner] if top else [folder / inner]
+    for path in places:
+        if path.is_file():
+            return path
+    found = sorted(p for p in folder.glob(f"*/{inner}") if p.is_file()) if folder.is_dir() else []
+    if len(found) == 1:
+        log.info("%s: found at %s (not the upstream layout)", inner, found[0])
+        return found[0]
+    expected = " or ".join(str(p) for p in places)
+    if found:
+        raise DataError(f"{folder}: {inner} is in several folders ({', '.join(map(str, found))}); "
+                        f"expected exactly one, at {expected}")
+    listing = sorted(p.name for p in folder.iterdir())[:8] if folder.is_dir() else []
+    raise DataError(f"{expected}: expected file is missing from the extracted archive "
+                    f"(it holds: {', '.join(listing) or 'nothing'})")
 
 
 def _movielens_csv(name: str) -> Callable[[dict[str, Path]], RawRatings]:
     def parse(dirs: dict[str, Path]) -> RawRatings:
-        base = dirs[f"{name}.zip"] / name
-        raw = movielens.read_ratings_csv(_need(base / "ratings.csv"))
-        movies = base / "movies.csv"
+        ratings = locate(dirs[f"{name}.zip"], "ratings.csv", name)
+        raw = movielens.read_ratings_csv(ratings)
+        movies = ratings.parent / "movies.csv"
         if movies.is_file():
             raw.titles = movielens.read_movies_csv(movies)
             raw.sources.append(str(movies))
@@ -35,17 +50,17 @@ def _movielens_csv(name: str) -> Callable[[dict[str, Path]], RawRatings]:
 
 
 def _ml_100k(dirs: dict[str, Path]) -> RawRatings:
-    return movielens.read_u_data(_need(dirs["ml-100k.zip"] / "ml-100k" / "u.data"))
+    return movielens.read_u_data(locate(dirs["ml-100k.zip"], "u.data", "ml-100k"))
 
 
 def _ml_1m(dirs: dict[str, Path]) -> RawRatings:
-    return movielens.read_ratings_dat(_need(dirs["ml-1m.zip"] / "ml-1m" / "ratings.dat"))
+    return movielens.read_ratings_dat(locate(dirs["ml-1m.zip"], "ratings.dat", "ml-1m"))
 
 
 def _jester_1(dirs: dict[str, Path]) -> RawRatings:
     parts, offset = [], 0
     for i in (1, 2, 3):
-        raw = jester.read_matrix(_need(dirs[f"jester_dataset_1_{i}.zip"] / f"jester-data-{i}.xls"),
+        raw = jester.read_matrix(locate(dirs[f"jester_dataset_1_{i}.zip"], f"jester-data-{i}.xls"),
                                  user_offset=offset)
         offset = int(raw.user.max()) + 1 if len(raw.user) else offset
         parts.append(raw)
@@ -58,7 +73,7 @@ def _jester_1(dirs: dict[str, Path]) -> RawRatings:
 
 
 def _jester_2(dirs: dict[str, Path]) -> RawRatings:
-    return jester.read_ratings_dat(_need(dirs["jester_dataset_2.zip"] / "jester_ratings.dat"))
+    return jester.read_ratings_dat(locate(dirs["jester_dataset_2.zip"], "jester_ratings.dat"))
 
 
 PARSERS: dict[str, Callable[[dict[str, Path]], RawRatings]] = {

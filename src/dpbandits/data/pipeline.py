@@ -36,20 +36,26 @@ def extract(archive: str | Path, target: str | Path) -> None:
     safe_extract(archive, target)
 
 
-def parse(dataset: str, raw_dirs: dict[str, str], output: str | Path) -> None:
+def parse(dataset: str, raw_dirs: dict[str, str], output: str | Path,
+          stamps: list[str] | None = None) -> None:
     from dpbandits.data.parse import parse_dataset
+    from dpbandits.data.provenance import archive_records
     from dpbandits.data.ratings import write_log
 
-    write_log(output, parse_dataset(dataset, raw_dirs))
+    log_ = parse_dataset(dataset, raw_dirs)
+    log_.archives = archive_records(stamps or [])
+    write_log(output, log_)
 
 
-def svd(ratings: str | Path, output: str | Path, k: int, data: dict[str, Any] | None) -> None:
+def svd(ratings: str | Path, output: str | Path, k: int, data: dict[str, Any] | None,
+        fit: str = "whole") -> None:
+    from dpbandits.data.fitting import parse_fit
     from dpbandits.data.ratings import read_log
     from dpbandits.data.svd import featurize, write_factors
 
     opts = check_data_config(data)["svd"]
     factors = featurize(read_log(ratings), k=k, center=opts.get("center", "global"),
-                        seed=int(opts.get("seed", 0)))
+                        seed=int(opts.get("seed", 0)), fit=parse_fit(fit))
     write_factors(output, factors)
 
 

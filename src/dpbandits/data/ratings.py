@@ -3,14 +3,16 @@
 File layout (`ratings.h5`): datasets `user`, `item` (int32 dense indices), `rating` (float32),
 `time` (int64, only when the source has timestamps), `user_ids`, `item_ids` (int64 raw ids, index
 → id), optional `item_titles` (strings); attributes `dataset`, `n_users`, `n_items`,
-`n_ratings`, `order` ("time" or "file"), `sources` (JSON list of parsed files).
+`n_ratings`, `order` ("time" or "file"), `sources` (JSON list of parsed files), `archives` (JSON
+list of the verification stamps of the archives read: file, sha256, bytes, pinned).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -45,6 +47,7 @@ class RatingLog:
     item_ids: np.ndarray
     item_titles: list[str] | None = None
     sources: list[str] = field(default_factory=list)
+    archives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def n_users(self) -> int:
@@ -61,6 +64,13 @@ class RatingLog:
             (np.asarray(data, dtype=dtype), (self.user, self.item)),
             shape=(self.n_users, self.n_items),
         )
+
+    def subset(self, rows: np.ndarray) -> RatingLog:
+        """The events selected by a boolean mask or index array, with the same users and items
+        (so that factors of the subset index like those of the whole log)."""
+        return replace(self, user=self.user[rows], item=self.item[rows],
+                       rating=self.rating[rows],
+                       time=None if self.time is None else self.time[rows])
 
 
 def build_log(dataset: str, raw: RawRatings) -> RatingLog:
@@ -110,7 +120,8 @@ def write_log(path: str | Path, log: RatingLog) -> None:
     with atomic_output(path) as tmp, h5py.File(tmp, "w") as f:
         f.attrs.update(dataset=log.dataset, n_users=log.n_users, n_items=log.n_items,
                        n_ratings=len(log.user), order="file" if log.time is None else "time",
-                       sources=json.dumps(log.sources))
+                       sources=json.dumps(log.sources),
+                       archives=json.dumps(log.archives, sort_keys=True))
         for name in ("user", "item", "rating", "user_ids", "item_ids"):
             f.create_dataset(name, data=getattr(log, name))
         if log.time is not None:
@@ -140,4 +151,5 @@ def read_log(path: str | Path, rows: slice | None = None) -> RatingLog:
             item_ids=f["item_ids"][()],
             item_titles=titles,
             sources=json.loads(f.attrs["sources"]),
+            archives=json.loads(f.attrs.get("archives", "[]")),
         )

@@ -61,6 +61,12 @@ def archives() -> dict[str, ArchiveSpec]:
     return out
 
 
+def pinned_sha256(file: str) -> str | None:
+    """The committed table's sha256 of `file` (None when not pinned or not in the table)."""
+    spec = archives().get(file)
+    return None if spec is None else spec.sha256
+
+
 def datasets() -> dict[str, list[str]]:
     """Dataset name → its archive file names."""
     out: dict[str, list[str]] = {}

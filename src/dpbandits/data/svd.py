@@ -4,7 +4,9 @@ Observed ratings are centred (global mean by default), the sparse matrix is fact
 ARPACK (`scipy.sparse.linalg.svds`, float32, fixed starting vector), components are sorted by
 decreasing singular value and each sign is fixed so that the largest-|value| entry of the item
 vector is positive. Stored factors are P = U√s (users) and Q = V√s (items), so P Qᵀ is the
-rank-k reconstruction of the centred matrix (docs/realdata.md, "SVD features").
+rank-k reconstruction of the centred matrix (docs/realdata.md, "SVD features"). Only the events of
+the feature-fit mode enter the matrix (`fitting.py`); users and items without such events get
+zero factors.
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from typing import Any
 import h5py
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import svds
 
 from dpbandits.atomic import atomic_output
 from dpbandits.data import DataError
+from dpbandits.data.fitting import WHOLE, FeatureFit, parse_fit
 from dpbandits.data.ratings import RatingLog
 
 log = logging.getLogger(__name__)
@@ -37,10 +39,16 @@ class Factors:
     item_factors: np.ndarray
     singular_values: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    fit_events: np.ndarray | None = None
 
     @property
     def k(self) -> int:
         return len(self.singular_values)
+
+    @property
+    def fit(self) -> FeatureFit:
+        """The feature-fit mode (files written before modes existed were fit on the whole log)."""
+        return parse_fit(self.meta.get("fit", "whole"))
 
 
 def peak_rss_mb() -> float:
@@ -77,6 +85,8 @@ def truncated_svd(
     if not 1 <= k < min(m, n):
         raise DataError(f"k = {k} is not allowed for a {m} × {n} matrix; need 1 <= k < {min(m, n)}")
     v0 = np.random.default_rng(seed).standard_normal(min(m, n)).astype(matrix.dtype)
+    from scipy.sparse.linalg import svds  # ARPACK: only where features are fitted
+
     u, s, vt = svds(matrix, k=k, v0=v0, solver="arpack", return_singular_vectors=True)
     order = np.argsort(-s, kind="stable")
     u, s, v = u[:, order], s[order], vt[order].T
@@ -85,35 +95,48 @@ def truncated_svd(
     return np.ascontiguousarray(u * signs), s, np.ascontiguousarray(v * signs)
 
 
-def featurize(log_: RatingLog, k: int = 50, center: str = "global", seed: int = 0) -> Factors:
-    """Centre, factorise, and package the rank-k factors with timing and memory."""
+def featurize(log_: RatingLog, k: int = 50, center: str = "global", seed: int = 0,
+              fit: FeatureFit = WHOLE) -> Factors:
+    """Centre, factorise, and package the rank-k factors with timing and memory; only the
+    events `fit` selects enter the matrix (and its centring)."""
     start = time.perf_counter()
-    matrix, mean = centered_matrix(log_, center)
+    fit_events = fit.mask(len(log_.user), seed)
+    if not fit_events.any():
+        raise DataError(f"{log_.dataset}: feature fit {fit.token} selects no event of "
+                        f"{len(log_.user)}; use a larger share")
+    matrix, mean = centered_matrix(log_ if fit.mode == "whole" else log_.subset(fit_events),
+                                   center)
     built = time.perf_counter()
     u, s, v = truncated_svd(matrix, k, seed)
     done = time.perf_counter()
+    # users and items without a fit event: exactly zero (ARPACK leaves round-off there)
+    u[np.diff(matrix.indptr) == 0] = 0
+    v[np.bincount(matrix.indices, minlength=matrix.shape[1]) == 0] = 0
     root = np.sqrt(s).astype(np.float32)
     meta = {
         "dataset": log_.dataset, "k": k, "center": center, "global_mean": mean, "seed": seed,
         "n_users": log_.n_users, "n_items": log_.n_items, "n_ratings": len(log_.user),
+        "fit": fit.token, "n_fit": int(fit_events.sum()), "archives": log_.archives,
         "seconds_matrix": built - start, "seconds_svd": done - built,
         "peak_rss_mb": peak_rss_mb(),
     }
-    log.info("%s: rank-%d SVD of %d × %d (%d ratings): matrix %.1fs, svds %.1fs, peak RSS %.0f "
-             "MB, s1 = %.4g, s%d = %.4g", log_.dataset, k, log_.n_users, log_.n_items,
-             len(log_.user), meta["seconds_matrix"], meta["seconds_svd"], meta["peak_rss_mb"],
-             s[0], k, s[-1])
+    log.info("%s: rank-%d SVD of %d × %d (%d of %d ratings, fit %s): matrix %.1fs, svds %.1fs, "
+             "peak RSS %.0f MB, s1 = %.4g, s%d = %.4g", log_.dataset, k, log_.n_users,
+             log_.n_items, meta["n_fit"], len(log_.user), fit.token, meta["seconds_matrix"],
+             meta["seconds_svd"], meta["peak_rss_mb"], s[0], k, s[-1])
     return Factors((u * root).astype(np.float32), (v * root).astype(np.float32),
-                   s.astype(np.float32), meta)
+                   s.astype(np.float32), meta, fit_events)
 
 
 def write_factors(path: str | Path, factors: Factors) -> None:
-    """Write factors to HDF5 atomically (datasets user_factors, item_factors, singular_values;
-    attribute `meta` as JSON)."""
+    """Write factors to HDF5 atomically (datasets user_factors, item_factors, singular_values,
+    fit_events (bool per event: entered the fit); attribute `meta` as JSON)."""
     with atomic_output(path) as tmp, h5py.File(tmp, "w") as f:
         f.create_dataset("user_factors", data=factors.user_factors)
         f.create_dataset("item_factors", data=factors.item_factors)
         f.create_dataset("singular_values", data=factors.singular_values)
+        if factors.fit_events is not None:
+            f.create_dataset("fit_events", data=factors.fit_events, compression="gzip")
         f.attrs["meta"] = json.dumps(factors.meta, sort_keys=True)
 
 
@@ -124,4 +147,5 @@ def read_factors(path: str | Path) -> Factors:
         raise DataError(f"{path}: features file does not exist (run the data rules first)")
     with h5py.File(path, "r") as f:
         return Factors(f["user_factors"][()], f["item_factors"][()], f["singular_values"][()],
-                       json.loads(f.attrs["meta"]))
+                       json.loads(f.attrs["meta"]),
+                       f["fit_events"][()] if "fit_events" in f else None)

@@ -7,7 +7,9 @@ a per-trial random order). Its candidate set is m plus K−1 other items drawn u
 the items u rated), with m at a uniformly random position. The step counts only when the policy
 picks m; the reward is 1[r ≥ 4] (MovieLens) or 1[r > 0] (Jester). Arm features are the unit
 vectors of P_u ⊙ Q_a (or [P_u; Q_a]) from the rank-k SVD factors. Candidate draws and the Jester
-order come from `reward_rng(seed, trial)`, so every algorithm sees the same trial.
+order come from `reward_rng(seed, trial)`, so every algorithm sees the same trial. Events the
+features were fit on are never replayed in a leak-free feature mode (docs/realdata.md, "Feature
+modes"); the instance records the archives it came from and the feature-score AUC.
 
 Such a log has no pseudo-regret: the per-round regret trace is 0 and the metric is the CTR of
 the counted rounds. The runner drives a policy through the replay (select on every step, update
@@ -16,6 +18,7 @@ only on counted steps); the accept rate and CTR go into the diagnostics.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -26,7 +29,9 @@ import numpy as np
 
 from dpbandits.contract import ProblemInfo, ReplayEnvironment
 from dpbandits.data import DataError
-from dpbandits.data.svd import read_factors
+from dpbandits.data.leakage import score_auc
+from dpbandits.data.provenance import shard_provenance
+from dpbandits.data.svd import Factors, read_factors
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import InstanceKind
 from dpbandits.params import (
@@ -142,18 +147,67 @@ class ReplayInstance:
             self.n_items = len(self.Q)
             if self.K > self.n_items:
                 raise ConfigError(f"K = {self.K} is not allowed; must be <= {self.n_items} items")
+            self.dataset = str(f.attrs["dataset"])
+            self.archives = json.loads(f.attrs.get("archives", "[]"))
+            self._check_features(factors, n)
             n_warm = int(math.floor(self.warm_start * n))
-            stop = n if self.max_steps is None else min(n, n_warm + self.max_steps)
-            if n_warm >= stop:
-                raise ConfigError(f"warm_start = {self.warm_start} leaves no replay events")
+            rows = self._replay_rows(factors, n, n_warm)
             self.theta0 = self._warm_theta(f, n_warm) if n_warm else None
             self.n_warm = n_warm
-            self.user = f["user"][n_warm:stop]
-            self.item = f["item"][n_warm:stop]
-            rating = f["rating"][n_warm:stop]
+            if isinstance(rows, slice):
+                self.user, self.item = f["user"][rows], f["item"][rows]
+                rating = f["rating"][rows]
+            else:
+                self.user, self.item = f["user"][()][rows], f["item"][()][rows]
+                rating = f["rating"][()][rows]
             if self.candidates == "rated":
                 self._rated_index(f["user"][()], f["item"][()])
         self.reward = self._rewards(rating)
+        self.feature_auc = score_auc(self.P, self.Q, self.user, self.item, self.reward)
+        self.feature_coverage = float(np.mean(self.P.any(axis=1)[self.user]
+                                              & self.Q.any(axis=1)[self.item]))
+
+    def _check_features(self, factors: Factors, n: int) -> None:
+        """The features were made from this very ratings file (same events and archives)."""
+        self.fit = factors.fit
+        self.n_fit = n if factors.fit_events is None else int(factors.fit_events.sum())
+        made_from = factors.meta.get("n_ratings", n)
+        if made_from != n or (factors.fit_events is not None and len(factors.fit_events) != n):
+            raise DataError(f"{self.features_path} was made from {made_from} ratings, "
+                            f"{self.ratings_path} has {n}; rebuild the features")
+        if factors.meta.get("archives", self.archives) != self.archives:
+            raise DataError(f"{self.features_path} was made from other archives than "
+                            f"{self.ratings_path}; rebuild the features")
+
+    def _replay_rows(self, factors: Factors, n: int, n_warm: int) -> slice | np.ndarray:
+        """Events replayed: after the warm start, none the features were fit on in a leak-free
+        mode (prefix: the fit must end where the replay starts; split: the held-out events),
+        capped at max_steps."""
+        mask = factors.fit_events
+        if self.fit.leak_free and mask is None:
+            raise DataError(f"{self.features_path} does not record which events its "
+                            f"{self.fit.token} fit used; rebuild the features")
+        if self.fit.mode == "prefix" and self.n_fit > n_warm:
+            raise ConfigError(
+                f"warm_start = {self.warm_start} is not allowed with {self.features_path}: its "
+                f"features were fit on the earliest {self.n_fit} events but the replay starts at "
+                f"event {n_warm}; allowed: warm_start >= {self.n_fit / n:.4g}, or features fit "
+                f"on at most the warm-start share (prefix<p> with p <= {100 * self.warm_start:g})")
+        if self.fit.mode == "split":
+            rows = np.flatnonzero(~mask[n_warm:]) + n_warm
+            if self.max_steps is not None:
+                rows = rows[: self.max_steps]
+            if not len(rows):
+                raise ConfigError(f"warm_start = {self.warm_start} leaves no held-out events "
+                                  f"to replay ({self.features_path})")
+            return rows
+        stop = n if self.max_steps is None else min(n, n_warm + self.max_steps)
+        if n_warm >= stop:
+            raise ConfigError(f"warm_start = {self.warm_start} leaves no replay events")
+        if self.fit.leak_free and mask[n_warm:stop].any():
+            raise DataError(f"{self.features_path}: replayed events were used to fit the "
+                            f"features ({self.fit.token}); rebuild the features")
+        return slice(n_warm, stop)
 
     def _rewards(self, rating: np.ndarray) -> np.ndarray:
         """1[r ≥ threshold] (inclusive) or 1[r > threshold]."""
@@ -193,7 +247,12 @@ class ReplayInstance:
         return {"n_users": float(len(self.P)), "n_items": float(self.n_items),
                 "k": float(len(self.Q[0])), "d": float(self.d), "K": float(self.K),
                 "replay_events": float(self.n_steps), "warm_events": float(self.n_warm),
-                "log_ctr": float(self.reward.mean())}
+                "log_ctr": float(self.reward.mean()), "fit_events": float(self.n_fit),
+                "feature_auc": self.feature_auc, "feature_coverage": self.feature_coverage}
+
+    def provenance(self) -> dict[str, Any]:
+        """Archives the data came from (stamps: sha256, pinned) and the feature-fit mode."""
+        return shard_provenance(self.dataset, self.archives, self.fit)
 
     def environment(self, trial: int) -> RatingReplay:
         return RatingReplay(self, trial)

@@ -1,6 +1,7 @@
 """Real-data outputs of the AdaPrivate-TS paper (Sec. 5, MovieLens-25M and Jester; metrics in
 docs/ts.md, "Metrics"; data in docs/realdata.md): CTR per ε and algorithm with the paper's
-claims beside our numbers, and the CTR-over-time figure."""
+claims beside our numbers, and the CTR-over-time figure; captions name the data's archives and
+feature mode (docs/realdata.md, "Provenance")."""
 
 from __future__ import annotations
 
@@ -13,14 +14,14 @@ import pandas as pd
 
 from dpbandits import stats
 from dpbandits.config import format_epsilon
+from dpbandits.data.provenance import data_note
 from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
-from dpbandits.plots import distinct_colors, save_figure, series_label
-from dpbandits.stats import Z95
+from dpbandits.plots import band_handle, ci95, distinct_colors, save_figure, series_label
 
 
-def ci95(values: np.ndarray) -> float:
+def t_half_width(values: np.ndarray) -> float:
     """Half-width t_{0.975,n−1}·sd/√n of the 95 % t-interval of the mean; 0 for a single trial."""
     return stats.t_half_width(values) if len(values) > 1 else 0.0
 
@@ -46,7 +47,7 @@ def ctr_frame(summary: pd.DataFrame, reference: str | None = None) -> pd.DataFra
     for (label, base, eps), g in df.groupby(["algorithm", "base", "epsilon"], dropna=False):
         ctr = g["ctr_trial"].to_numpy()
         row = {"algorithm": label, "base": base, "epsilon": eps, "n": len(ctr),
-               "ctr": float(ctr.mean()), "ci95": ci95(ctr)}
+               "ctr": float(ctr.mean()), "ci95": t_half_width(ctr)}
         if ref is not None and not ref.empty:
             paired = g.set_index("seed")["ctr_trial"].reindex(ref.index).dropna()
             row["pct_of_ref"] = float(100 * paired.sum() / ref.loc[paired.index].sum()) \
@@ -167,6 +168,9 @@ def ctr_table(
     n_trials = int(summary["seed"].nunique())
     caption = (f"{experiment}: click-through rate of counted replay rounds, mean ± 95% CI over "
                f"{n_trials} trials (T = {int(summary['T'].iloc[0])})")
+    note = data_note(summary)
+    if note:
+        caption += f"; {note}"
     paths = write_table(table, paper_dir / "tables" / f"{experiment}_ctr", caption)
     ref = published.data if published else None
     if ref is not None:
@@ -192,7 +196,7 @@ def ctr_curve(
     skip: int = 50,
 ) -> list[Path]:
     """Running CTR (cumulative reward / counted rounds) against the counted ("effective") step
-    at one ε, non-private references included; band ±1.96 s.e. across trials."""
+    at one ε, non-private references included; bands: the 95 % t-interval across trials."""
     tag = format_epsilon(epsilon)
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     chosen = [c for c in sorted(curves, key=lambda c: c["algorithm"])
@@ -208,12 +212,14 @@ def ctr_curve(
         style = ":" if item["epsilon"] == "none" else "-"
         ax.plot(t[keep], mean, style, color=color, lw=1.4,
                 label=series_label(item["algorithm"], item["epsilon"]))
-        ax.fill_between(t[keep], mean - Z95 * se, mean + Z95 * se, color=color, alpha=0.15, lw=0)
+        half = ci95(se, int(item["n_trials"]))
+        ax.fill_between(t[keep], mean - half, mean + half, color=color, alpha=0.15, lw=0)
     if "log_ctr" in summary:
         ax.axhline(float(summary["log_ctr"].mean()), color="k", ls="--", lw=0.8,
                    label="uniform choice (log CTR)")
     ax.set_xlabel("counted (effective) replay step")
     ax.set_ylabel("running CTR")
+    ax.add_artist(ax.legend(handles=[band_handle()], fontsize=7, loc="lower right"))
     ax.set_title(f"{experiment}: CTR over time, ε = {tag}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_ctr")
