@@ -22,6 +22,7 @@ from dpbandits.audit.bounds import epsilon_lower_bound
 from dpbandits.audit.registry import available, run_audit
 from dpbandits.audit.spec import BIG, GLM_PAIR, PolicyAudit
 from dpbandits.contract import FixedActionEnvironment, RoundEnvironment
+from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import get_policy_class
 from dpbandits.policies.base import Policy
@@ -133,6 +134,21 @@ def test_larger_pairs_fire_criterion_one_and_only_paper_mode_leaks(name: str, ru
     assert strict.verdict == "ok", strict.summary()
     assert strict.info["transcript_changed"] > 0
     assert paper.verdict == "control caught", paper.summary()
+
+
+def test_ab8fd16_pair_is_a_paper_only_control_and_is_caught() -> None:
+    """The initial commit's code state keeps the Criterion-I trigger: caught like d9c93e1's."""
+    audit = POLICY_AUDITS["Private-GLM@context-d5-ab8fd16"]
+    assert audit.modes == ("paper",) and audit.paper_leaks
+    assert audit.params == {"code_state": "ab8fd16"}
+    result = run_audit("Private-GLM@context-d5-ab8fd16", runs=800, seed=5, accounting="paper",
+                       role="control")
+    assert result.verdict == "control caught", result.summary()
+    assert math.isinf(result.info["ledger_epsilon"])
+    assert result.info["criterion1_at_t0_d0"] == 1.0 and result.info["criterion1_at_t0_d1"] == 0.0
+    with pytest.raises(ConfigError, match="code_state = 'ab8fd16' is not allowed with "
+                                          "accounting = strict"):
+        run_audit("Private-GLM@context-d5-ab8fd16", runs=8, seed=5)
 
 
 def test_strict_fits_pair_triggers_private_warm_up_fits() -> None:

@@ -299,3 +299,167 @@ def test_warmup_count_margin_bounds_the_counter_noise() -> None:
         exceed_third += peak >= margin / 3
     assert exceed / runs <= zeta
     assert exceed_third / runs > zeta
+
+
+# ------------------------------------------------------------ code state ab8fd16 (issue 17)
+
+
+def _ab8(info: ProblemInfo | None = None, eps: float = 4.0, **kw) -> pg.PrivateGLM:
+    return pg.PrivateGLM(info or _info(), np.random.default_rng(0), epsilon=eps, delta=DELTA,
+                         accounting="paper", code_state="ab8fd16", **kw)
+
+
+@pytest.mark.parametrize("inst, per_eps, expected", [
+    (CONFIGS[0][0], TABLE2, {4: (3, 2), 6: (3, 3), 8: (3, 3)}),
+    (CONFIGS[3][0], FIG1A, {1: (67, 2), 2: (67, 2), 4: (67, 2), 8: (67, 2)}),
+    (CONFIGS[4][0], FIG1B, {1: (230, 2), 2: (230, 2), 4: (230, 2), 8: (230, 2)}),
+])
+def test_ab8fd16_cutoffs_lack_the_factor_three_and_the_floor(inst: tuple, per_eps: dict,
+                                                             expected: dict) -> None:
+    """c₂ = ⌊log₂(λ_max/λ_min + T/(κ*²λ_min d))⌋: the switch cap 2 of Figure 1 (its logs print
+    "Count1 cutoff: 67, Count2 cutoff: 2" for (a)); d9c93e1's ⌊3·log₂(…)⌋ is 6–9 there."""
+    d, horizon, S, kappa, kappa_star = inst
+    for eps, (c1, c2) in expected.items():
+        c = pg.private_glm_constants(d, horizon, S, 1.0, kappa, kappa_star, eps, DELTA, DELTA,
+                                     "ab8fd16")
+        assert (c.c1, c.c2) == (c1, c2)
+        assert c.c2 < per_eps[eps][3]
+    tiny = pg.private_glm_constants(2, 20, 0.5, 1.0, 1.2, 4.0, 8.0, DELTA, DELTA, "ab8fd16")
+    assert tiny.c1 == 0  # no floor at 1 (d9c93e1 has max(1, ·))
+
+
+def test_ab8fd16_trees_sum_the_initial_commits_node_set() -> None:
+    from dpbandits.privacy.tree import ab8fd16_nodes, cover_nodes
+
+    pol, ref = _ab8(), pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0,
+                                     delta=DELTA, accounting="paper")
+    arms = np.random.default_rng(1).uniform(-0.5, 0.5, size=(20, 3))
+    for t in range(13):
+        for p in (pol, ref):
+            p.update(t, arms[p.select(t, arms)], 1.0)
+    for tree in (pol.vtree, pol.htree):  # leaf 13 is node 8204 (h = 14); by hand:
+        assert tree.cover() == ab8fd16_nodes(13, tree.height) == [
+            8203, 4101, 511, 255, 127, 63, 31, 15, 7, 3, 1, 8204]
+    assert ref.htree.cover() == cover_nodes(13, ref.htree.height)
+    assert np.array_equal(pol.htree.node_noise(1), ref.htree.node_noise(1))  # same draws
+
+
+def _with_h(pol: pg.PrivateGLM, h: np.ndarray, monkeypatch) -> list[int]:
+    """Release `h` as H_cur once; return the rounds at which θ_τ is refitted."""
+    fits: list[int] = []
+    monkeypatch.setattr(pol, "_fit", lambda t, kind: fits.append(t))
+    monkeypatch.setattr(pol.htree, "query", lambda: h)
+    pol._refresh_h()
+    pol._criterion_two(7)
+    return fits
+
+
+@pytest.mark.parametrize("scale, ab8fd16_switches, d9c93e1_switches", [
+    ((2.1, 1.0, 1.0), True, True),     # det ratio 2.1, largest generalised eigenvalue 2.1
+    ((1.3, 1.3, 1.3), True, False),    # det ratio 2.197 ≥ 2, eigenvalue 1.3 < f_sw = 1.41
+    ((1.9, 1.0, 1.0), False, True),    # det ratio 1.9 < 2, eigenvalue 1.9 > f_sw
+])
+def test_ab8fd16_criterion_two_compares_determinants(scale: tuple, ab8fd16_switches: bool,
+                                                     d9c93e1_switches: bool,
+                                                     monkeypatch) -> None:
+    for state, switches in (("ab8fd16", ab8fd16_switches), ("d9c93e1", d9c93e1_switches)):
+        pol = pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA,
+                            accounting="paper", code_state=state)
+        h = np.diag(scale) * pol.const.lam
+        assert _with_h(pol, h, monkeypatch) == ([7] if switches else []), state
+
+
+def test_ab8fd16_criterion_two_uses_running_maxima(monkeypatch) -> None:
+    """A det of 2.1·λ³ released once and followed by λ³ still triggers the next check; after
+    the switch H_prev's det enters the running maximum of the previous side."""
+    pol = _ab8()
+    lam = pol.const.lam
+    fits: list[int] = []
+    monkeypatch.setattr(pol, "_fit", lambda t, kind: fits.append(t))
+    for h in (np.diag([2.1, 1.0, 1.0]) * lam, lam * np.eye(3)):
+        monkeypatch.setattr(pol.htree, "query", lambda h=h: h)
+        pol._refresh_h()
+    pol._criterion_two(3)
+    assert fits == [3] and np.array_equal(pol.h_prev, lam * np.eye(3))
+    assert pol.logdet_prev == pytest.approx(3 * math.log(lam))  # max(λ³, det H_prev = λ³)
+    pol._criterion_two(4)  # the running maximum 2.1λ³ is still ≥ 2·λ³: a second switch
+    assert fits == [3, 4]
+    pol._criterion_two(5)  # the cap c₂ = 2 (Table 2, ε = 4) is reached
+    assert pol.stop2 and fits == [3, 4]
+
+
+def test_ab8fd16_fits_run_fifty_epochs_on_their_own_stream() -> None:
+    """Figure 1(b) at ε = 8, trial 0: first switch at round 513 with n = 513 (ab8fd16's logs:
+    "σ = 18.9039 … steps=50, q=1.0"), fits of 50 epochs from a child stream of the policy's
+    generator; the trees' noise is the same as without the fits' stream."""
+    inst = GLMInstance("probit", 5, 20, 3.0, 5000, 109832)
+    pol = pg.PrivateGLM(inst.info, np.random.default_rng(4), epsilon=8.0, delta=DELTA,
+                        accounting="paper", code_state="ab8fd16")
+    pol.run(inst.environment(0))
+    ev = pol.events()
+    assert pol.n1 == 0 and 1 <= pol.n2 <= pol.const.c2 == 2
+    assert ev["fit_epochs"].tolist() == [50] * pol.n2
+    assert ev["fit_sigma"][0] == pytest.approx(18.9039, abs=5e-5)
+    assert ev["fit_n"][0] == ev["fit_round"][0]
+    ref = pg.PrivateGLM(inst.info, np.random.default_rng(4), epsilon=8.0, delta=DELTA,
+                        accounting="paper")
+    assert np.array_equal(pol.vtree._noise_table, ref.vtree._noise_table)
+
+
+def test_ab8fd16_ledger_states_the_tree_bug_at_its_exact_cost(monkeypatch) -> None:
+    """Trees: ε at ρ = c_T·Δ²/(2σ²) with c_T = 16.25 (T = 5000) against the h = 14 of the
+    dyadic argument; the V-tree's claimed ε/3 does not hold, the H-tree's does; fits at their
+    actual replace-one cost; the Criterion-I and κ breaches and the claim as in d9c93e1."""
+    from dpbandits.privacy import dpsgd_ab8fd16
+    from dpbandits.privacy.tree import release_cost
+
+    eps = 4.0
+    pol = _ab8(_info(S=3.0, d=5, kappa=193.18, kappa_star=2.50663), eps=eps)
+    ref = pg.PrivateGLM(_info(S=3.0, d=5, kappa=193.18, kappa_star=2.50663),
+                        np.random.default_rng(0), epsilon=eps, delta=DELTA, accounting="paper")
+    cost = release_cost(5000, "ab8fd16")[0]
+    assert cost == pytest.approx(16.250026, rel=1e-6) and cost > pol.height == 14
+    trees = {e.component: e for e in pol.ledger.entries if "tree" in e.mechanism}
+    ref_trees = {e.component: e for e in ref.ledger.entries if "tree" in e.mechanism}
+    for comp, sens, sigma in (("V-tree", pol.sens_v, pol.sigma_v),
+                              ("H-tree", pol.sens_h, pol.sigma_h)):
+        entry = trees[comp]
+        assert "ab8fd16 node set" in entry.mechanism
+        assert entry.epsilon == pytest.approx(
+            epsilon_from_rho(cost * sens**2 / (2 * sigma**2), DELTA / 3), rel=1e-12)
+        assert entry.epsilon > ref_trees[comp].epsilon  # the wrong node set costs more
+        assert "root's partial sum" in entry.note and "16.25" in entry.note
+    assert trees["V-tree"].epsilon > eps / 3 > trees["H-tree"].epsilon
+    assert len(pol.ledger.breaches) == 2
+    inst = GLMInstance("probit", 5, 20, 3.0, 1200, 109832)
+    run = pg.PrivateGLM(inst.info, np.random.default_rng(0), epsilon=8.0, delta=DELTA,
+                        accounting="paper", code_state="ab8fd16")
+    run.run(inst.environment(0))
+    fits = [e for e in run.ledger.entries if e.mechanism.startswith("DP-SGD, ab8fd16")]
+    assert len(fits) == run.n2 >= 1
+    for entry, (_, _, fit, actual) in zip(fits, run.fits, strict=True):
+        assert entry.epsilon == actual == dpsgd_ab8fd16.replace_one_epsilon(fit)
+        assert entry.epsilon > fit.epsilon
+    assert math.isinf(run.ledger.spent()[0]) and run.ledger.claim[0] == 8.0
+    assert run.diagnostics()["tree_release_cost"] == pytest.approx(
+        release_cost(1200, "ab8fd16")[0])
+
+
+def test_ab8fd16_is_refused_with_strict_accounting_in_one_line() -> None:
+    with pytest.raises(ConfigError) as err:
+        pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA,
+                      accounting="strict", code_state="ab8fd16")
+    assert str(err.value) == (
+        "Private-GLM: code_state = 'ab8fd16' is not allowed with accounting = strict; allowed "
+        "only with accounting = paper (strict allows code_state = 'd9c93e1')")
+    with pytest.raises(ConfigError, match="code_state = 'e4f1' is not allowed"):
+        pg.PrivateGLM(_info(), np.random.default_rng(0), epsilon=4.0, delta=DELTA,
+                      accounting="paper", code_state="e4f1")
+
+
+def test_ab8fd16_zero_cutoff_fails_at_the_fit_in_one_line(monkeypatch) -> None:
+    pol = _ab8(_info(S=0.5, d=2, horizon=20, kappa=1.2, kappa_star=4.0), eps=8.0)
+    assert pol.const.c1 == 0
+    with pytest.raises(ConfigError, match="count1_cutoff = 0") as err:
+        pol._fit(0, 0)
+    assert "\n" not in str(err.value)

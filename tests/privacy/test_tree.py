@@ -8,9 +8,14 @@ import dp_accounting
 import numpy as np
 import pytest
 
+from dpbandits.errors import ConfigError
 from dpbandits.privacy.tree import (
     MatrixTree,
+    ab8fd16_nodes,
     cover_nodes,
+    leaf_weights,
+    release_cost,
+    release_matrices,
     tree_height,
     tree_sigma,
     tree_sigma_from_rho,
@@ -165,3 +170,84 @@ def test_query_is_psd_repaired_and_consistent() -> None:
     big.update(np.eye(3))
     vals, vecs = big.query_eigh()
     assert np.allclose(big.query(), (vecs * vals) @ vecs.T, atol=1e-9)
+
+
+# --------------------------------------------------------------------- the ab8fd16 node set
+
+# T = 4 (h = 3, leaves 4..7): the nodes ab8fd16's query sums at s = 1..4, worked by hand from
+# its rule (node c − 1 for every even c on the path of leaf s, then the leaf), and the dyadic
+# cover of [1, s] that the corrected code sums.
+AB8FD16_T4 = {1: ([3, 1, 4], [4]), 2: ([1, 5], [2]), 3: ([5, 6], [2, 6]), 4: ([7], [1])}
+
+
+@pytest.mark.parametrize("count", sorted(AB8FD16_T4))
+def test_ab8fd16_node_set_is_not_the_dyadic_cover(count: int) -> None:
+    ab8, dyadic = AB8FD16_T4[count]
+    assert ab8fd16_nodes(count, 3) == ab8
+    assert sorted(cover_nodes(count, 3)) == dyadic
+    assert sorted(ab8) != dyadic
+
+
+def test_ab8fd16_weights_leaves_between_zero_and_twice() -> None:
+    """T = 4: s = 1 counts leaf 1 twice (leaf and root), s = 3 misses leaf 1, s = 4 is leaf 4."""
+    expected = {1: [2], 2: [1, 2], 3: [0, 1, 1], 4: [0, 0, 0, 1]}
+    for count, weights in expected.items():
+        assert leaf_weights(count, 3, "ab8fd16").tolist() == weights
+        assert leaf_weights(count, 3).tolist() == [1.0] * count
+
+
+@pytest.mark.parametrize("eager", [True, False])
+def test_ab8fd16_release_sums_its_node_set(eager: bool) -> None:
+    """Release = shift + Σ over ab8fd16_nodes of (node sum incl. partial sums + node noise)."""
+    rng = np.random.default_rng(3)
+    horizon, d = 37, 2
+    tree = MatrixTree(horizon, d, 0.7, rng, shift=2.0, eager=eager, cover="ab8fd16")
+    leaves = []
+    for count in range(1, horizon + 1):
+        leaves.append(_sym(rng, d))
+        tree.update(leaves[-1])
+        nodes = ab8fd16_nodes(count, tree.height)
+        assert tree.cover() == nodes
+        data = np.einsum("l,lij->ij", leaf_weights(count, tree.height, "ab8fd16"),
+                         np.array(leaves))
+        noise = sum((tree.node_noise(j) for j in nodes), np.zeros((d, d)))
+        assert np.allclose(tree.query_raw(), data + noise + 2.0 * np.eye(d), atol=1e-10)
+
+
+def test_ab8fd16_nodes_are_used_by_contiguous_runs_of_releases() -> None:
+    """Each node of the ab8fd16 set is used by a contiguous run of releases, so the lazy table
+    (which forgets nodes that leave the set) never needs a forgotten node again."""
+    height = tree_height(300)
+    runs: dict[int, list[int]] = {}
+    for s in range(1, 301):
+        for j in ab8fd16_nodes(s, height):
+            runs.setdefault(j, []).append(s)
+    assert all(r == list(range(r[0], r[-1] + 1)) for r in runs.values())
+
+
+@pytest.mark.parametrize("horizon", [4, 16, 37, 100])
+def test_release_cost_equals_the_dense_linear_gaussian_cost(horizon: int) -> None:
+    """max_ℓ a_ℓᵀ(BBᵀ)⁻¹a_ℓ by the Kalman filter equals the dense solve, for both covers."""
+    for cover in ("dyadic", "ab8fd16"):
+        a, b = release_matrices(horizon, cover)
+        dense = np.einsum("ij,ij->j", a, np.linalg.solve(b @ b.T, a))
+        cost, leaf, heaviest = release_cost(horizon, cover)
+        assert cost == pytest.approx(dense.max(), rel=1e-10)
+        assert dense[leaf - 1] == pytest.approx(dense.max(), rel=1e-10)
+        assert heaviest == a.max()
+
+
+def test_release_cost_dyadic_is_the_path_length_and_ab8fd16_exceeds_it_at_paper_scale() -> None:
+    """Dyadic tree, T = 2^k: the first leaf is in h released nodes (exactly h). ab8fd16 at the
+    Figure 1 horizons: 16.25 (T = 5000, h = 14) and 17.74 (T = 15 000, h = 15)."""
+    for horizon in (8, 64, 256):
+        assert release_cost(horizon)[0] == pytest.approx(tree_height(horizon), rel=1e-12)
+    cost, leaf, heaviest = release_cost(5000, "ab8fd16")
+    assert (round(cost, 6), leaf, heaviest) == (16.250026, 4031, 12)
+    assert release_cost(15000, "ab8fd16")[0] == pytest.approx(17.736697, abs=1e-6)
+
+
+def test_unknown_cover_is_one_error_line() -> None:
+    with pytest.raises(ConfigError, match="cover = 'dyadc' is not allowed; allowed: dyadic, "
+                                          "ab8fd16"):
+        MatrixTree(4, 2, 1.0, np.random.default_rng(0), cover="dyadc")

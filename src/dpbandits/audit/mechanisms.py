@@ -122,16 +122,22 @@ def tree(
     *,
     accounting: str = "strict",
     noise_scale: float = 1.0,
+    cover: str = "dyadic",
 ) -> AuditSamples:
     """Leaf 1 is e1e1ᵀ (D0) or e2e2ᵀ (D1): replace-one Frobenius distance √2 (docs/glm.md).
 
     With T a power of two the releases at s = 1, 2, 4 are exactly the noisy sums of leaf 1's
     ancestors, so Σ_s (Q₂₂ − Q₁₁)(s) is the likelihood-ratio statistic. Strict calibrates the
-    nodes for Δ = √2; paper for C = 1 as the authors' code.
+    nodes for Δ = √2; paper for C = 1 as the authors' code. `cover="ab8fd16"`: the initial
+    commit's node set (`_tree_ab8fd16`).
     """
-    from dpbandits.privacy.tree import MatrixTree, tree_sigma
+    from dpbandits.privacy.tree import COVERS, MatrixTree, tree_sigma
 
     _require_positive_delta(delta, "the tree")
+    if cover not in COVERS:
+        raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+    if cover == "ab8fd16":
+        return _tree_ab8fd16(epsilon, delta, runs, rng, accounting, noise_scale)
     horizon, dim = 4, 2
     sensitivity = np.sqrt(2.0) if accounting == "strict" else 1.0
     sigma = tree_sigma(epsilon, delta, horizon, sensitivity) * noise_scale
@@ -157,6 +163,62 @@ def tree(
         pair="leaf 1 = e1e1ᵀ vs e2e2ᵀ (‖Δ‖_F = √2), other leaves 0",
         statistic="Σ over releases s = 1, 2, 4 of Q22 − Q11 (likelihood ratio)",
         info={"sigma_node": float(sigma), "sensitivity_calibrated": float(sensitivity)},
+    )
+
+
+AB8FD16_TREE_T = 8  # the ab8fd16 tree audit's horizon: every release is observed
+
+
+def _tree_ab8fd16(epsilon: float, delta: float, runs: int, rng: np.random.Generator,
+                  accounting: str, noise_scale: float) -> AuditSamples:
+    """ab8fd16's tree (`MatrixTree(cover="ab8fd16")`), T = 8: the worst leaf ℓ* of
+    `release_cost` is e1e1ᵀ (D0) or e2e2ᵀ (D1), the other leaves 0; all 8 releases observed.
+
+    The releases are linear Gaussian, R = a_ℓ*·(leaf) + B z per coordinate, so
+    Σ_s w_s (Q₂₂ − Q₁₁)(s) with w = (BBᵀ)⁻¹a_ℓ* is the likelihood-ratio statistic. Strict
+    calibrates σ at the exact cost the ab8fd16 ledger states, ρ = c·Δ²/(2σ²) with Δ = √2;
+    paper as the authors (C = 1 over h nodes, their argument for the dyadic tree).
+    """
+    from dpbandits.privacy.tree import (
+        MatrixTree,
+        release_cost,
+        release_matrices,
+        tree_height,
+        tree_sigma,
+    )
+
+    horizon, dim = AB8FD16_TREE_T, 2
+    cost, worst, _ = release_cost(horizon, "ab8fd16")
+    a, b = release_matrices(horizon, "ab8fd16")
+    weights = np.linalg.solve(b @ b.T, a[:, worst - 1])
+    if accounting == "strict":
+        sigma = math.sqrt(2.0) * math.sqrt(cost / (2.0 * rho_from_epsilon(epsilon, delta)))
+    else:
+        sigma = tree_sigma(epsilon, delta, horizon, 1.0)
+    sigma *= noise_scale
+    leaves = (np.diag([1.0, 0.0]), np.diag([0.0, 1.0]))
+    scores = []
+    for leaf in leaves:
+        out = np.empty(runs)
+        for run in range(runs):
+            mech = MatrixTree(horizon, dim, sigma, rng, cover="ab8fd16")
+            total = 0.0
+            for s in range(1, horizon + 1):
+                mech.update(leaf if s == worst else None)
+                q = mech.query_raw()
+                total += weights[s - 1] * (q[1, 1] - q[0, 0])
+            out[run] = total
+        scores.append(out)
+    return AuditSamples(
+        scores0=scores[0],
+        scores1=scores[1],
+        claimed_epsilon=epsilon,
+        delta=delta,
+        pair=f"ab8fd16 node set, T = {horizon}: leaf {worst} = e1e1ᵀ vs e2e2ᵀ "
+             "(‖Δ‖_F = √2), other leaves 0",
+        statistic="Σ_s w_s (Q22 − Q11)(s), w = (BBᵀ)⁻¹a (likelihood ratio)",
+        info={"sigma_node": float(sigma), "release_cost": cost,
+              "height": float(tree_height(horizon))},
     )
 
 
@@ -365,8 +427,9 @@ SHUFFLE_LAPLACE = AuditSpec(
     options=("noise_scale", "n"), point=(1.0, 1e-6))
 TREE = AuditSpec(
     "tree", "mechanism", tree, 50_000,
-    "binary-tree continual release of symmetric matrices (MatrixTree), T = 4, d = 2",
-    point=GAUSSIAN_POINT)
+    "binary-tree continual release of symmetric matrices (MatrixTree), T = 4, d = 2; "
+    "cover=ab8fd16: the initial commit's node set, T = 8, strict calibrated at its exact cost",
+    options=("accounting", "noise_scale", "cover"), point=GAUSSIAN_POINT)
 TS_RELEASE = AuditSpec(
     "ts-release", "mechanism", ts_release, 50_000,
     "AdaPrivate-TS batch release s̃ = Σ r x + N(0, σ²I), σ = 1/√(2ρ) (policy code)",

@@ -52,6 +52,8 @@ MECHANISM_PLAN: tuple[MechanismPoint, ...] = (
                        "noise × 0.5 and × 0.33 stay below the claim (ε_lb 0.10, 0.49)"),
     MechanismPoint("shuffle-laplace", 4.0, 0.02, 100_000, options=(("n", 50),)),
     MechanismPoint("tree", 4.0, 0.02, 50_000, modes=("strict", "paper")),
+    MechanismPoint("tree", 4.0, 0.02, 30_000, modes=("strict", "paper"),
+                   options=(("cover", "ab8fd16"),)),
     MechanismPoint("ts-release", 4.0, 0.02, 50_000, modes=("strict", "paper")),
     MechanismPoint("ts-release-amp", 4.0, 0.02, 50_000, modes=("strict", "paper"),
                    control_scale=0.25,

@@ -8,6 +8,12 @@ is the theorem's guarantee for that relation: public κ bounds, contexts clipped
 ball, replace-one tree sensitivities, disjoint fit data, full-batch noisy projected GD, warm-up
 fits triggered by a private tree counter of warm-up rounds, the Criterion-II check in every
 round, and one zCDP budget that the ledger checks at the end.
+
+In paper accounting, `code_state` picks the authors' code replicated: `d9c93e1` (default, the
+corrected tree and switching rule) or their initial commit `ab8fd16`, which made the published
+Figure 1: its tree query sums the wrong nodes, Criterion II compares determinants, the cutoffs
+lack the factor 3 and the floor at 1, and DP-SGD runs a fixed 50 epochs with its own
+calibration (docs/glm.md, "Code state ab8fd16").
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
+from dpbandits.privacy import dpsgd_ab8fd16
 from dpbandits.privacy.accountant import ENGINES
 from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.dpsgd import (
@@ -37,6 +44,7 @@ from dpbandits.privacy.split import NAIVE_MAX_K, advanced_composition, split
 from dpbandits.privacy.tree import (
     MatrixTree,
     psd_repair,
+    release_cost,
     tree_calibration,
     tree_height,
     tree_rho,
@@ -46,6 +54,8 @@ from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 
 SWITCH_SLACK = 1e-8
 E = math.e
+CODE_STATES = ("d9c93e1", "ab8fd16")  # the authors' corrected code, their initial commit
+AB8FD16_DET_RATIO = 2.0  # ab8fd16's Criterion II: max det H_cur ≥ 2·max det H_prev
 
 
 @dataclass(frozen=True)
@@ -67,11 +77,12 @@ class PrivateGLMConstants:
 
 def private_glm_constants(d: int, horizon: int, S: float, R: float, kappa: float,
                           kappa_star: float, epsilon: float, delta: float,
-                          zeta: float) -> PrivateGLMConstants:
+                          zeta: float, code_state: str = "d9c93e1") -> PrivateGLMConstants:
     """λ, λ_max, λ_min, γ, β, thr_w, c₁, c₂, f_sw from (R, S, T, ε, δ, ζ, κ, κ*).
 
     The authors' code values; the paper's are in its Section 6 and Appendix J.1, and its
     Appendix B treats them as hyper-parameters (docs/glm.md, "Algorithm 2: Private-GLM").
+    `code_state="ab8fd16"`: c₁ = ⌊dR²κγ² ln T/20000⌋ and c₂ = ⌊log₂(…)⌋, as that commit.
     """
     l_t = math.log(4.0 * horizon / zeta)
     a = math.log(4.0 / delta) * l_t**2 / (epsilon * kappa_star)
@@ -80,9 +91,12 @@ def private_glm_constants(d: int, horizon: int, S: float, R: float, kappa: float
     gamma = R * S * math.sqrt(d * math.log(horizon / zeta))
     beta = 4.0 * math.sqrt(d * math.log(horizon / zeta))
     thr_w = 1.0 / (0.01 * kappa * R**4 * S**2 * d)
-    c1 = max(1, math.floor(d * R**2 * kappa * gamma**2 * math.log(horizon) / 20000.0))
-    c2 = max(1, math.floor(3.0 * math.log2(
-        lam_max / lam_min + horizon / (kappa_star**2 * lam_min * d))))
+    c1 = math.floor(d * R**2 * kappa * gamma**2 * math.log(horizon) / 20000.0)
+    switch_log = math.log2(lam_max / lam_min + horizon / (kappa_star**2 * lam_min * d))
+    if code_state == "ab8fd16":
+        c2 = math.floor(switch_log)
+    else:
+        c1, c2 = max(1, c1), max(1, math.floor(3.0 * switch_log))
     f_sw = 1.0 + 5.0 / (8.0 * math.sqrt(d)) + 0.05
     return PrivateGLMConstants(lam, lam_max, lam_min, gamma, beta, thr_w, c1, c2, f_sw,
                                kappa, kappa_star)
@@ -120,6 +134,12 @@ def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> f
     return float(np.linalg.eigvalsh(0.5 * (m + m.T))[-1])
 
 
+def _logdet(matrix: np.ndarray) -> float:
+    """ln det of a released (positive definite) matrix; −∞ if it is not."""
+    sign, value = np.linalg.slogdet(matrix)
+    return float(value) if sign > 0 else -math.inf
+
+
 def _inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
     """‖x_i‖²_{A⁻¹} for the rows of x, A = vecs·diag(vals)·vecsᵀ."""
     p = x @ vecs
@@ -149,6 +169,12 @@ PRIVATE_GLM_AUDITS = (
     _context_audit("Private-GLM@context-d5", {**GLM_PAIR, "family": "logistic", "d": 5,
                                               "S": 5.0}, 0.66, 1000, 4.0, paper_leaks=True,
                    note=GLM_AUDIT_NOTE),
+    _context_audit("Private-GLM@context-d5-ab8fd16", {**GLM_PAIR, "family": "logistic",
+                                                      "d": 5, "S": 5.0}, 0.66, 2000, 4.0,
+                   params={"code_state": "ab8fd16"}, modes=("paper",), paper_leaks=True,
+                   note="the d = 5 pair on the initial commit's code state (paper accounting "
+                        "only; at the d = 2 pair its calibration cannot reach the warm-up "
+                        "fits' ε₀); " + GLM_AUDIT_NOTE),
     _context_audit("Private-GLM@context-fits", {**GLM_PAIR, "horizon": 100}, None, 300, 2.0,
                    params={"counter_share": 0.9, "zeta": 0.5}, modes=("strict",),
                    note="T = 100, every user's arms as drawn: the private counter of "
@@ -182,6 +208,9 @@ class PrivateGLM(Policy):
         choice("accountant_engine", "fast", "paper: RDP accountant, numpy (fast) or "
                "dp_accounting", ENGINES),
         boolean("noiseless", False, "paper: every noise scaled to zero (sanity checks)"),
+        choice("code_state", "d9c93e1", "paper: the authors' code state replicated, d9c93e1 "
+               "(corrected tree and switching) or their initial commit ab8fd16 (the published "
+               "Figure 1)", CODE_STATES),
     )
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
@@ -196,6 +225,7 @@ class PrivateGLM(Policy):
         self.engine = p["accountant_engine"]
         self.noiseless = p["noiseless"]
         self.strict = self.accounting == "strict"
+        self.ab8fd16 = p["code_state"] == "ab8fd16"
         self.link = get_link(problem.family)
         d, horizon = problem.d, problem.horizon
         eps, delta = float(self.epsilon), float(self.delta)  # type: ignore[arg-type]
@@ -204,13 +234,17 @@ class PrivateGLM(Policy):
         else:
             kappa, kappa_star = problem.kappa, problem.kappa_star
         self.const = c = private_glm_constants(d, horizon, problem.S, problem.R, kappa,
-                                               kappa_star, eps, delta, self.zeta)
+                                               kappa_star, eps, delta, self.zeta,
+                                               p["code_state"])
         self.height = tree_height(horizon)
         self.noise = noise_for(self.accounting, rng)
         self._setup_budget(eps, delta)
         tree_noise = self.noise if self.strict else None
-        self.vtree = MatrixTree(horizon, d, self.sigma_v, rng, shift=c.lam, noise=tree_noise)
-        self.htree = MatrixTree(horizon, d, self.sigma_h, rng, shift=c.lam, noise=tree_noise)
+        cover = "ab8fd16" if self.ab8fd16 else "dyadic"
+        self.vtree = MatrixTree(horizon, d, self.sigma_v, rng, shift=c.lam, noise=tree_noise,
+                                cover=cover)
+        self.htree = MatrixTree(horizon, d, self.sigma_h, rng, shift=c.lam, noise=tree_noise,
+                                cover=cover)
         self.v_vals, self.v_vecs = np.full(d, c.lam), np.eye(d)
         self.h_cur = c.lam * np.eye(d)
         self.h_prev = self.h_cur.copy()
@@ -232,6 +266,11 @@ class PrivateGLM(Policy):
             self.counter = MatrixTree(horizon, 1, self.sigma_count, counter_rng,
                                       noise=noise_for("strict", counter_rng))
             self.warm_counts: list[float] = []
+        if self.ab8fd16:
+            # ab8fd16's fits draw from numpy's global generator, apart from the trees' stream:
+            # here a child stream of the policy's generator, so the shard seed fixes both.
+            self.fit_rng = rng.spawn(1)[0]
+            self.logdet_prev = self.logdet_cur = d * math.log(c.lam)
 
     @classmethod
     def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
@@ -242,6 +281,10 @@ class PrivateGLM(Policy):
         if params["noiseless"] and accounting == "strict":
             raise ConfigError(f"{cls.name}: noiseless = true is not allowed with accounting = "
                               "strict; allowed only with accounting = paper")
+        if params["code_state"] != "d9c93e1" and accounting == "strict":
+            raise ConfigError(f"{cls.name}: code_state = {params['code_state']!r} is not "
+                              "allowed with accounting = strict; allowed only with accounting "
+                              "= paper (strict allows code_state = 'd9c93e1')")
 
     # ------------------------------------------------------------------ privacy budget
 
@@ -279,18 +322,21 @@ class PrivateGLM(Policy):
                                      "decide only that user's own action and leaves")
             return
         third_eps, third_delta = eps / 3.0, delta / 3.0
-        self.eps_fit1 = split(third_eps, third_delta, c.c1)
-        self.eps_fit2 = split(third_eps, third_delta, c.c2)
+        # ab8fd16's cutoffs can be 0; that commit divides the fit budget by them when it fits
+        self.eps_fit1 = split(third_eps, third_delta, c.c1) if c.c1 >= 1 else None
+        self.eps_fit2 = split(third_eps, third_delta, c.c2) if c.c2 >= 1 else None
         c_h = 1.0 / c.kappa_star
         self.sigma_v = 0.0 if self.noiseless else tree_sigma(third_eps, third_delta, horizon, 1.0)
         self.sigma_h = 0.0 if self.noiseless else tree_sigma(third_eps, third_delta, horizon, c_h)
         self.sens_v = math.sqrt(2.0)
         self.sens_h = math.sqrt(2.0) * sup_dot / E
         self.tree_actual: dict[str, float] = {}
+        # per-leaf cost in node variances: h for the dyadic cover's argument, exact for ab8fd16
+        self.tree_cost = release_cost(horizon, "ab8fd16")[0] if self.ab8fd16 else self.height
         for comp, claimed_c, sens, sigma in (("V-tree", 1.0, self.sens_v, self.sigma_v),
                                              ("H-tree", c_h, self.sens_h, self.sigma_h)):
             if sigma > 0:
-                rho = self.height * sens**2 / (2.0 * sigma**2)
+                rho = self.tree_cost * sens**2 / (2.0 * sigma**2)
                 actual = epsilon_from_rho(rho, third_delta)
             else:
                 actual = math.inf
@@ -299,8 +345,12 @@ class PrivateGLM(Policy):
                     f"actual replace-one sensitivity {sens:.6g}")
             if comp == "H-tree":
                 note += "; C = 1/kappa* is computed from theta* and all contexts"
-            ledger.add("binary-tree Gaussian (zCDP)", comp, sensitivity=sens,
-                       noise_scale=sigma, epsilon=actual, delta=third_delta, note=note)
+            mechanism = "binary-tree Gaussian (zCDP)"
+            if self.ab8fd16:
+                mechanism = "binary-tree Gaussian, ab8fd16 node set (exact linear-Gaussian cost)"
+                note += "; " + self._ab8fd16_tree_note()
+            ledger.add(mechanism, comp, sensitivity=sens, noise_scale=sigma, epsilon=actual,
+                       delta=third_delta, note=note)
         ledger.add("data-dependent parameters", "kappa, kappa*", sensitivity=0.0,
                    noise_scale=0.0, epsilon=0.0, delta=0.0,
                    note=f"kappa = {c.kappa:.6g}, kappa* = {c.kappa_star:.6g} computed from theta* "
@@ -316,6 +366,20 @@ class PrivateGLM(Policy):
         ledger.breach("kappa and kappa* are computed from all contexts and set thresholds and "
                       "noise: a change of one user's contexts can change them")
 
+    def _ab8fd16_tree_note(self) -> str:
+        """What ab8fd16's tree releases and what a record pays for it (docs/glm.md)."""
+        horizon, h = self.problem.horizon, self.height
+        cost, leaf, heaviest = release_cost(horizon, "ab8fd16")
+        return (f"ab8fd16's query sums leaf s and node c-1 for every even node c on the path "
+                f"of leaf s, not the dyadic cover: for s <= {1 << (h - 2)} it adds the root's "
+                "partial sum (one noise draw reused at every such s) and data-free nodes of "
+                "the tree's right edge, and it weights the leaves of [1, s] 0 to "
+                f"{heaviest} times, so the release is not the prefix sum; the standard "
+                f"argument (a record in {h} noisy nodes, each released once complete) does not "
+                f"apply, but the {horizon} releases are one linear Gaussian mechanism whose "
+                f"exact replace-one cost is rho = {cost:.6g} * sensitivity^2/(2 sigma^2) "
+                f"(worst leaf {leaf}; the dyadic tree's argument gives {h})")
+
     def _record_fit(self, t: int, kind: int, fit: FitResult) -> None:
         ledger = self.ledger
         assert ledger is not None
@@ -326,6 +390,20 @@ class PrivateGLM(Policy):
                        sensitivity=2.0 * self.clip, noise_scale=fit.noise_std, rho=rho,
                        note=f"n = {fit.n}, K = {fit.steps}, sigma = {fit.sigma:.6g}")
             self.fits.append((t, kind, fit, math.nan))
+            return
+        if self.ab8fd16:
+            actual = math.inf if self.noiseless else dpsgd_ab8fd16.replace_one_epsilon(fit)
+            b_min = dpsgd_ab8fd16.smallest_batch(fit) if fit.n else 0
+            ledger.add("DP-SGD, ab8fd16 (fixed epochs, no amplification)", comp,
+                       sensitivity=2.0 * self.clip, noise_scale=fit.sigma * self.clip,
+                       epsilon=actual, delta=fit.delta,
+                       note=f"claimed ({fit.epsilon:.6g}, {fit.delta:.6g}) by ab8fd16's "
+                            f"calibration (RDP steps*alpha*q^2/(2 sigma^2), orders <= 508) at "
+                            f"sensitivity C = {self.clip}; n = {fit.n}, b = {fit.batch}, "
+                            f"smallest batch {b_min}, E = {fit.epochs}, "
+                            f"sigma = {fit.sigma:.6g}; actual: E Gaussian steps at multiplier "
+                            "sigma*b_min/(2b), one per epoch for every record")
+            self.fits.append((t, kind, fit, actual))
             return
         actual = math.inf if self.noiseless else replace_one_epsilon(fit, engine=self.engine)
         ledger.add("DP-SGD (w/o-replacement sampling, RDP)", comp,
@@ -352,8 +430,18 @@ class PrivateGLM(Policy):
                                steps=self.params["strict_steps"],
                                burn_in=self.params["strict_burn_in"], clip=self.clip,
                                lam=self.lambda_fit, lr0=self.lr0)
+        elif self.ab8fd16:
+            budget = self.eps_fit1 if kind == 0 else self.eps_fit2
+            if budget is None:
+                cutoff = "count1_cutoff" if kind == 0 else "count2_cutoff"
+                raise ConfigError(f"{self.name}: code_state = 'ab8fd16' has {cutoff} = 0 at "
+                                  f"this instance and ε; its fit budget split(ε/3, δ/3, 0) "
+                                  "divides by zero (that commit fails here too)")
+            fit = dpsgd_ab8fd16.dpsgd_fit(init, x, y, budget[0], budget[1], self.link,
+                                          self.fit_rng, clip=self.clip, lam=self.lambda_fit,
+                                          lr0=self.lr0, noiseless=self.noiseless)
         else:
-            eps0, delta0 = self.eps_fit1 if kind == 0 else self.eps_fit2
+            eps0, delta0 = self.eps_fit1 if kind == 0 else self.eps_fit2  # type: ignore[misc]
             fit = dpsgd_fit(init, x, y, eps0, delta0, self.link, self.rng, clip=self.clip,
                             lam=self.lambda_fit, lr0=self.lr0, noiseless=self.noiseless,
                             engine=self.engine)
@@ -399,6 +487,9 @@ class PrivateGLM(Policy):
 
     def _criterion_two(self, t: int) -> None:
         """Switch and refit θ_τ when H_cur ⋠ f_sw·H_prev (generalised eigenvalue), until c₂."""
+        if self.ab8fd16:
+            self._criterion_two_ab8fd16(t)
+            return
         if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
                 self.const.f_sw + SWITCH_SLACK):
             self.h_prev = self.h_cur
@@ -409,8 +500,24 @@ class PrivateGLM(Policy):
             if self.n2 == self.const.c2:
                 self.stop2 = True
 
+    def _criterion_two_ab8fd16(self, t: int) -> None:
+        """ab8fd16's Criterion II: switch when max_s det H_cur(s) ≥ 2·max det H_prev, comparing
+        the running maximum over every released H_cur with that over the switched-to H_prev."""
+        if self.stop2 or self.logdet_cur < math.log(AB8FD16_DET_RATIO) + self.logdet_prev:
+            return
+        self.h_prev = self.h_cur
+        self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
+        self.logdet_prev = max(self.logdet_prev, _logdet(self.h_prev))
+        self.switch_times.append(t)
+        self._fit(t, 1)
+        self.n2 += 1
+        if self.n2 == self.const.c2:
+            self.stop2 = True
+
     def _refresh_h(self) -> None:
         self.h_cur = self.htree.query()
+        if self.ab8fd16:
+            self.logdet_cur = max(self.logdet_cur, _logdet(self.h_cur))
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         if self.strict:
@@ -520,6 +627,8 @@ class PrivateGLM(Policy):
             theta_w_norm=float(np.linalg.norm(self.theta_w)),
             theta_tau_norm=float(np.linalg.norm(self.theta_tau)),
         )
+        if self.ab8fd16:
+            out.update(tree_release_cost=float(self.tree_cost))
         eps = float(self.epsilon)  # type: ignore[arg-type]
         if self.strict:
             rho = self.ledger.rho_spent if self.ledger else math.nan

@@ -109,24 +109,34 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
     spe = max(1, n // batch)
     epochs, burn_in, sigma = select_epochs(eps0, delta0, n, batch, d, clip, engine=engine)
     noise_std = 0.0 if noiseless else sigma * clip / batch
-    order = np.arange(n)
+    out = sgd_passes(theta, X, y, link, rng, range(0, spe * batch, batch), batch, epochs,
+                     burn_in, clip=clip, lam=lam, lr0=lr0, noise_std=noise_std)
+    return FitResult(out, n, batch, epochs, burn_in, epochs * spe, sigma, noise_std, "dpsgd",
+                     eps0, delta0)
+
+
+def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
+               rng: np.random.Generator, starts: range, batch: int, epochs: int, burn_in: int,
+               *, clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
+    """`epochs` shuffled passes of minibatch steps θ ← θ − (lr0/√k)(ḡ + 2λθ + N(0, noise_std²)),
+    one minibatch per start in `starts`; the average of the epoch-end iterates after burn-in."""
+    d = X.shape[1]
+    order = np.arange(X.shape[0])
     total = np.zeros(d)
     kept = 0
     k = 0
     for e in range(epochs):
         rng.shuffle(order)
-        for block in range(spe):
+        for start in starts:
             k += 1
-            idx = order[block * batch:(block + 1) * batch]
+            idx = order[start:start + batch]
             g = clipped_gradients(theta, X[idx], y[idx], link, clip).mean(axis=0)
             g += 2.0 * lam * theta
             theta = theta - (lr0 / math.sqrt(k)) * (g + rng.normal(0.0, noise_std, size=d))
         if e >= burn_in:
             total += theta
             kept += 1
-    out = total / kept if kept else theta
-    return FitResult(out, n, batch, epochs, burn_in, epochs * spe, sigma, noise_std, "dpsgd",
-                     eps0, delta0)
+    return total / kept if kept else theta
 
 
 def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:

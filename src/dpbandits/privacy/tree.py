@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
+from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import Noise
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
 EAGER_MAX_ENTRIES = 1 << 22
+# Which nodes a query sums: the dyadic cover of [1, s], or the node set of the authors' initial
+# commit ab8fd16 (docs/glm.md, "Code state ab8fd16").
+COVERS = ("dyadic", "ab8fd16")
 
 
 def tree_height(horizon: int) -> int:
@@ -63,6 +68,135 @@ def cover_nodes(count: int, height: int) -> list[int]:
     return nodes
 
 
+def ab8fd16_nodes(count: int, height: int) -> list[int]:
+    """The nodes ab8fd16's query sums at count s: node c − 1 for every even (left-child) node c
+    on the path from leaf s to the root, then leaf s itself (docs/glm.md, "Code state ab8fd16").
+
+    Not a cover of [1, s]: for s ≤ 2^(h−2) it contains the root (a partial sum), at a level whose
+    path node is leftmost it contains the last node of the level above (no data before the end
+    of the tree), and a leaf of [1, s] is summed from 0 up to several times (12 at T = 5000).
+    """
+    if count <= 0:
+        return []
+    leaf = (1 << (height - 1)) + count - 1
+    nodes: list[int] = []
+    node = leaf
+    while node > 0:
+        if node % 2 == 0:
+            nodes.append(node - 1)
+        node //= 2
+    nodes.append(leaf)
+    return nodes
+
+
+def query_nodes(count: int, height: int, cover: str = "dyadic") -> list[int]:
+    """The nodes a query at count s sums under the named cover."""
+    if cover == "dyadic":
+        return cover_nodes(count, height)
+    if cover == "ab8fd16":
+        return ab8fd16_nodes(count, height)
+    raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+
+
+def node_leaves(node: int, height: int) -> tuple[int, int]:
+    """First and last leaf (1-based) under a heap-order node."""
+    depth = node.bit_length() - 1
+    size = 1 << (height - 1 - depth)
+    first = (node - (1 << depth)) * size + 1
+    return first, first + size - 1
+
+
+def leaf_weights(count: int, height: int, cover: str = "dyadic") -> np.ndarray:
+    """How many times the query at count s sums each leaf 1..s (all ones for the dyadic cover).
+
+    A node's sum at count s holds the leaves of its range that have arrived (≤ s).
+    """
+    diff = np.zeros(count + 1)
+    for node in query_nodes(count, height, cover):
+        first, last = node_leaves(node, height)
+        if first <= count:
+            diff[first - 1] += 1.0
+            diff[min(last, count)] -= 1.0
+    return np.cumsum(diff[:count])
+
+
+def release_matrices(horizon: int, cover: str = "dyadic") -> tuple[np.ndarray, np.ndarray]:
+    """(A, B) of the T releases R = A x + B z per matrix coordinate: A[s, ℓ] the weight of leaf
+    ℓ in release s, B[s, j] = 1 when release s sums node j's noise (columns: the nodes used,
+    in increasing heap order). Dense: for small T (tests and audits)."""
+    height = tree_height(horizon)
+    covers = [query_nodes(s, height, cover) for s in range(1, horizon + 1)]
+    used = sorted({j for nodes in covers for j in nodes})
+    column = {j: i for i, j in enumerate(used)}
+    a = np.zeros((horizon, horizon))
+    b = np.zeros((horizon, len(used)))
+    for s, nodes in enumerate(covers, start=1):
+        a[s - 1, :s] = leaf_weights(s, height, cover)
+        for j in nodes:
+            b[s - 1, column[j]] += 1.0
+    return a, b
+
+
+@functools.lru_cache(maxsize=16)
+def release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int, int]:
+    """(c, ℓ*, w_max): c = max over leaves ℓ of a_ℓᵀ(BBᵀ)⁻¹a_ℓ for the T releases of
+    `release_matrices`, the exact replace-one cost of the whole release sequence in units of
+    Δ²/(2σ²) per node (ρ = c·Δ²/(2σ²)); the leaf that attains it; the largest weight of a leaf
+    in any release (docs/glm.md, "Code state ab8fd16").
+
+    The releases are one linear Gaussian mechanism; BBᵀ is their noise covariance over σ².
+    Computed by a Kalman filter over the nodes in use, which is exact because every node is
+    used by a contiguous run of releases (checked), so at most h nodes are open at a time.
+    """
+    height = tree_height(horizon)
+    covers = [query_nodes(s, height, cover) for s in range(1, horizon + 1)]
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    uses: dict[int, int] = {}
+    for s, nodes in enumerate(covers, start=1):
+        for j in nodes:
+            first.setdefault(j, s)
+            last[j] = s
+            uses[j] = uses.get(j, 0) + 1
+    if any(uses[j] != last[j] - first[j] + 1 for j in uses):
+        raise ValueError(f"release_cost: a node of the {cover} cover is used by a "
+                         "non-contiguous run of releases")
+    state: list[int] = []
+    cov = np.zeros((0, 0))
+    mean = np.zeros((0, horizon))  # E[open node noises | releases so far], per leaf's shift
+    total = np.zeros(horizon)
+    heaviest = 0.0
+    for s, nodes in enumerate(covers, start=1):
+        new = [j for j in nodes if j not in state]
+        if new:
+            k, n = len(state), len(new)
+            grown = np.zeros((k + n, k + n))
+            grown[:k, :k] = cov
+            grown[k:, k:] = np.eye(n)
+            cov = grown
+            mean = np.vstack([mean, np.zeros((n, horizon))])
+            state = state + new
+        obs = np.zeros(len(state))
+        for j in nodes:
+            obs[state.index(j)] = 1.0
+        cov_obs = cov @ obs
+        variance = float(obs @ cov_obs)
+        weights = leaf_weights(s, height, cover)
+        heaviest = max(heaviest, float(weights.max()))
+        innovation = weights - obs @ mean[:, :s]
+        total[:s] += innovation * innovation / variance
+        gain = cov_obs / variance
+        mean[:, :s] += np.outer(gain, innovation)
+        cov = cov - variance * np.outer(gain, gain)
+        keep = [i for i, j in enumerate(state) if last[j] > s]
+        if len(keep) < len(state):
+            state = [state[i] for i in keep]
+            cov = cov[np.ix_(keep, keep)]
+            mean = mean[keep]
+    best = int(np.argmax(total))
+    return float(total[best]), best + 1, int(heaviest)
+
+
 def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrise and clip eigenvalues below at `floor`: (eigenvalues, eigenvectors)."""
     vals, vecs = np.linalg.eigh(0.5 * (matrix + matrix.T))
@@ -84,6 +218,9 @@ class MatrixTree:
     Z_j has discrete Gaussian entries: σ on the diagonal and σ/√2 above it (mirrored below);
     coordinate-wise composition gives the same (‖Δ'‖_F)²/(2σ²) with Δ' = Δ + γ·dim
     (`exact_noise`; calibrate σ with `calibrate_gaussian(Δ, ρ_node, dim²)`).
+
+    `cover="ab8fd16"` sums the node set of the authors' initial commit instead of the dyadic
+    cover (`ab8fd16_nodes`); node sums are then kept per node, partial sums included.
     """
 
     def __init__(
@@ -97,9 +234,12 @@ class MatrixTree:
         psd_floor: float = 1e-12,
         eager: bool | None = None,
         noise: Noise | None = None,
+        cover: str = "dyadic",
     ) -> None:
         if dim < 1:
             raise ValueError(f"dim = {dim!r} must be >= 1")
+        if cover not in COVERS:
+            raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
         if not np.isfinite(sigma_node) or sigma_node < 0:
             raise ValueError(f"sigma_node = {sigma_node!r} must be a finite number >= 0")
         self.horizon = int(horizon)
@@ -113,6 +253,7 @@ class MatrixTree:
         self.noise = noise
         self.count = 0
         self._prefix = np.zeros((dim, dim))
+        self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
         n_nodes = (1 << self.height) - 1
         if eager is None:
             eager = n_nodes * dim * dim <= EAGER_MAX_ENTRIES
@@ -123,6 +264,9 @@ class MatrixTree:
             self._noise_table = self._draw(n_nodes)
         self._noise_sum = np.zeros((dim, dim))
         self._noise_sum_count = 0
+        self.cover_kind = cover
+        self._node_sums = np.zeros((n_nodes + 1, dim, dim)) if cover != "dyadic" else None
+        self._nodes: tuple[int, list[int]] = (0, [])
 
     def node_noise(self, node: int) -> np.ndarray:
         """The fixed symmetric noise matrix Z_node (heap index, 1-based)."""
@@ -142,9 +286,8 @@ class MatrixTree:
             g = self.rng.normal(0.0, self.sigma_node, size=shape)
             return 0.5 * (g + np.swapaxes(g, -1, -2))
         lead = () if count is None else (count,)
-        rows, cols = np.triu_indices(self.dim, 1)
+        rows, cols, diag = self._upper
         out = np.zeros(shape)
-        diag = np.arange(self.dim)
         out[..., diag, diag] = self.noise.gaussian(self.sigma_node, (*lead, self.dim))
         if rows.size:
             upper = self.noise.gaussian(self.sigma_node / math.sqrt(2.0), (*lead, rows.size))
@@ -164,7 +307,13 @@ class MatrixTree:
             raise ValueError(f"MatrixTree: update {self.count + 1} exceeds horizon {self.horizon}")
         self.count += 1
         if matrix is not None:
-            self._prefix += self.snap(matrix)
+            leaf = self.snap(matrix)
+            self._prefix += leaf
+            if self._node_sums is not None:
+                node = (1 << (self.height - 1)) + self.count - 1
+                while node > 0:
+                    self._node_sums[node] += leaf
+                    node //= 2
 
     def update_rank_one(self, x: np.ndarray, weight: float) -> None:
         """Append the leaf weight·x xᵀ."""
@@ -172,7 +321,17 @@ class MatrixTree:
 
     def cover(self) -> list[int]:
         """Nodes whose sums and noises make up the current release."""
-        return cover_nodes(self.count, self.height)
+        if self._node_sums is None:
+            return cover_nodes(self.count, self.height)
+        if self._nodes[0] != self.count:
+            self._nodes = (self.count, query_nodes(self.count, self.height, self.cover_kind))
+        return self._nodes[1]
+
+    def _data_sum(self) -> np.ndarray:
+        """The data part of the release: the prefix sum, or ab8fd16's sum of node sums."""
+        if self._node_sums is None:
+            return self._prefix
+        return self._node_sums[self.cover()].sum(axis=0)
 
     def _cover_noise(self) -> np.ndarray:
         if self._noise_sum_count != self.count:
@@ -189,7 +348,7 @@ class MatrixTree:
 
     def query_raw(self) -> np.ndarray:
         """shift·I + noisy prefix sum, symmetrised, without PSD repair (unbiased)."""
-        out = self._prefix + self._cover_noise()
+        out = self._data_sum() + self._cover_noise()
         out = 0.5 * (out + out.T)
         out[np.diag_indices(self.dim)] += self.shift
         return out
