@@ -1,6 +1,12 @@
-"""Build the C extension `dpbandits.privacy._exact`; all other metadata is in pyproject.toml."""
+"""Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.instances._ball`); all other
+metadata is in pyproject.toml."""
 
+from pathlib import Path
+
+import numpy as np
 from setuptools import Extension, setup
+
+NUMPY_RANDOM_LIB = str(Path(np.get_include()).parents[1] / "random" / "lib")
 
 setup(
     ext_modules=[
@@ -8,6 +14,14 @@ setup(
             "dpbandits.privacy._exact",
             sources=["src/dpbandits/privacy/_exact.c"],
             extra_compile_args=["-O3"],
-        )
+        ),
+        Extension(
+            "dpbandits.instances._ball",
+            sources=["src/dpbandits/instances/_ball.c"],
+            include_dirs=[np.get_include()],
+            library_dirs=[NUMPY_RANDOM_LIB],
+            libraries=["npyrandom", "m"],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
     ]
 )

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from machine import cpu_model
 
 from dpbandits.privacy.exact_noise import ExactNoise
 
@@ -26,16 +26,6 @@ SIGMA, SCALE = 1.7, 0.9  # any float: ExactNoise draws integers of σ_Z ∈ [2^2
 BATCHES, MIN_BATCH_SECONDS = 5, 0.2
 OUT = Path(__file__).parent / "results" / "bench_exact_noise.csv"
 
-
-def cpu_model() -> str:
-    """The `model name` line of /proc/cpuinfo (platform.processor() elsewhere)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def draws_per_second(draw: Callable[[int], object], size: int) -> float:

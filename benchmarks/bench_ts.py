@@ -1,97 +1,157 @@
 """Speed of the AdaPrivate-TS family and its baselines: one run at T = 10,000, d = 20, 5 arms.
 
-Prints the median CPU (process) and wall time of `policy.run(env)` over a few trials per policy,
-then estimates the compute of the `ts_synthetic` sweep of a config (every algorithm × ε × trial,
-from those medians) and writes benchmarks/results/bench_ts.csv. CPU time is what one run costs
-on one core even when the machine is shared. Target: ≤ 1 s for LinUCB, LinTS, AdaPrivate-*.
+Prints, per policy, the median CPU (process) seconds of one trial as a shard runs it (the
+pool environment built, the policy constructed, `run_policy`) on one BLAS thread, with the CPU
+model, and writes benchmarks/results/bench_ts.csv. CPU time is what one run costs on one core
+even when the machine is shared; absolute seconds still depend on the machine and its load, so
+the ratios below, measured in one run, travel better:
+
+- `--against SRC`: the same timings for another source tree (e.g. a `git worktree` of an earlier
+  commit; SRC holds `src/dpbandits`), run in alternation with this tree, and the ratio of its
+  CPU seconds to ours per policy and for the sweep.
+- `--compare FILE`: CPU seconds of an earlier bench_ts.csv divided by this run's.
+
+The sweep estimate sums, over the shards of the TS synthetic experiments of a config, trials ×
+the median CPU seconds of the matching policy (zCDP-Episodic with c_trigger = 1 apart).
 
     .venv/bin/python benchmarks/bench_ts.py [--repeats 3] [--config config/config.yaml]
+        [--against SRC] [--compare OLD.csv]
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import statistics
-import time
-from pathlib import Path
+import os
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from dpbandits.config import expand_algorithms, load_config
-from dpbandits.instances.registry import build_instance
-from dpbandits.policies import get_policy_class, make_policy
+import argparse  # noqa: E402
+import csv  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from machine import cpu_model  # noqa: E402
 
 INSTANCE = {"generator": "logistic_pool", "d": 20, "n_arms": 100, "K": 5, "S": 2.0,
             "horizon": 10_000, "seed": 318723}
-POLICIES = [
-    ("LinUCB", {}, True), ("LinTS", {}, True), ("AdaPrivate-TS", {}, True),
-    ("AdaPrivate-TS-Amp", {"accounting": "paper"}, True), ("AdaPrivate-TS-Adaptive", {}, True),
-    ("AdaPrivate-UCB", {}, True), ("JDP-LinUCB", {}, False), ("zCDP-Episodic", {}, False),
-    ("zCDP-Episodic", {"c_trigger": 1}, False), ("AdaC-OFUL-zCDP", {}, False),
-    ("RarelySwitching-zCDP", {}, False), ("DGS-LinUCB", {}, False),
+POLICIES: list[tuple[str, dict]] = [
+    ("LinUCB", {}), ("LinTS", {}), ("AdaPrivate-TS", {}),
+    ("AdaPrivate-TS-Amp", {"accounting": "paper"}), ("AdaPrivate-TS-Adaptive", {}),
+    ("AdaPrivate-UCB", {}), ("JDP-LinUCB", {}), ("zCDP-Episodic", {}),
+    ("zCDP-Episodic", {"c_trigger": 1}), ("AdaC-OFUL-zCDP", {}),
+    ("RarelySwitching-zCDP", {}), ("DGS-LinUCB", {}),
 ]
-TARGET_SECONDS = 1.0
+EXPERIMENTS = ("ts_synthetic", "ts_linear", "ts_amplification", "ts_ablation", "ts_robustness",
+               "ts_group_privacy", "ts_mean_gram")
 OUT = Path(__file__).parent / "results" / "bench_ts.csv"
 
 
-def time_policy(name: str, extra: dict, repeats: int) -> tuple[float, float]:
-    """Median (CPU, wall) seconds of one run over `repeats` trials."""
+
+def label_of(name: str, extra: dict) -> str:
+    return name + "".join(f" {k}={v}" for k, v in extra.items() if k != "accounting")
+
+
+def time_policy(name: str, extra: dict, repeats: int) -> float:
+    """Median CPU seconds of one trial (environment, policy, run) over `repeats` trials."""
+    from dpbandits.instances.registry import build_instance
+    from dpbandits.policies import get_policy_class
+    from dpbandits.runner import run_policy
+
     inst = build_instance(dict(INSTANCE))
     cls = get_policy_class(name)
-    cpu, wall = [], []
+    cpu = []
     for trial in range(repeats):
-        env = inst.environment(trial)
         kwargs = dict(extra)
         accounting = kwargs.pop("accounting", "strict")
         if cls.private:
             kwargs.update(epsilon=1.0, delta=1e-5, accounting=accounting)
-        policy = make_policy(name, inst.info, np.random.default_rng(trial), **kwargs)
-        c0, w0 = time.process_time(), time.perf_counter()
-        policy.run(env)
-        cpu.append(time.process_time() - c0)
-        wall.append(time.perf_counter() - w0)
-    return statistics.median(cpu), statistics.median(wall)
+        start = time.process_time()
+        env = inst.environment(trial)
+        run_policy(cls(inst.info, np.random.default_rng(trial), **kwargs), env)
+        cpu.append(time.process_time() - start)
+    return statistics.median(cpu)
 
 
-def sweep_estimate(config_path: str, experiment: str, cost: dict[str, float]) -> None:
-    """Compute of an experiment = Σ over shards of trials × median CPU of its policy."""
+def measure(repeats: int) -> dict[str, float]:
+    """Median CPU seconds per policy label, in the order of POLICIES."""
+    return {label_of(name, extra): time_policy(name, extra, repeats) for name, extra in POLICIES}
+
+
+def measure_elsewhere(src: Path, repeats: int) -> dict[str, float]:
+    """`measure` run by the tree at `src` (its src/ first on the path), in a subprocess."""
+    env = dict(os.environ, PYTHONPATH=str(src / "src"))
+    out = subprocess.run([sys.executable, __file__, "--json", "--repeats", str(repeats)],
+                         env=env, capture_output=True, text=True, check=True, cwd=src)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def sweep_estimate(config_path: str, cost: dict[str, float]) -> float:
+    """CPU seconds of the TS synthetic experiments = Σ shards trials × median CPU of the policy."""
+    from dpbandits.config import experiment_shards, load_config
+
     config = load_config(config_path)
-    exp = config["experiments"].get(experiment)
-    if exp is None:
-        print(f"{experiment}: not in {config_path}")
-        return
-    total, runs, shards = 0.0, 0, 0
-    for alg in expand_algorithms(exp["algorithms"]):
-        name = alg["policy"]
-        key = name + (" c_trigger=1" if alg["params"].get("c_trigger") == 1 else "")
-        per_run = cost.get(key, cost.get(name, 0.0))
-        n_eps = len(exp["epsilons"]) if get_policy_class(name).private else 1
-        blocks = -(-exp["trials"] // exp.get("trials_per_shard", 1))
-        shards += n_eps * blocks
-        runs += n_eps * exp["trials"]
-        total += n_eps * exp["trials"] * per_run
-    print(f"{experiment}: {shards} shards, {runs} runs, ≈ {total:.0f} core-seconds of "
-          f"simulation ({total / 2 / 60:.1f} min on 2 cores, before per-job start-up)")
+    total = 0.0
+    for experiment in EXPERIMENTS:
+        exp = config["experiments"].get(experiment)
+        if exp is None:
+            continue
+        for shard in experiment_shards(experiment, exp):
+            spec = shard.spec
+            key = spec["policy"] + (" c_trigger=1" if spec["params"].get("c_trigger") == 1
+                                    else "")
+            total += len(spec["trials"]) * cost.get(key, cost.get(spec["policy"], 0.0))
+    return total
+
+
+def compare(old: Path, cost: dict[str, float]) -> None:
+    """Earlier CSV's CPU seconds ÷ this run's, per policy."""
+    with open(old, newline="") as handle:
+        before = {row["policy"]: float(row["cpu_s"]) for row in csv.DictReader(handle)}
+    print(f"\nCPU seconds of {old} ÷ this run's:")
+    for label, cpu in cost.items():
+        if label in before:
+            print(f"  {label:34s} {before[label] / cpu:5.2f}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--config", default="config/config.yaml")
-    parser.add_argument("--experiment", default="ts_synthetic")
+    parser.add_argument("--against", type=Path, help="another source tree to time alternately")
+    parser.add_argument("--compare", type=Path, help="an earlier bench_ts.csv")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rows, cost = [], {}
-    print(f"{'policy':34s} {'cpu s':>7s} {'wall s':>7s}  target")
-    for name, extra, targeted in POLICIES:
-        cpu, wall = time_policy(name, extra, args.repeats)
-        label = name + "".join(f" {k}={v}" for k, v in extra.items() if k != "accounting")
-        cost[label] = cpu
-        ok = ("ok" if cpu <= TARGET_SECONDS else "SLOW") if targeted else "-"
-        print(f"{label:34s} {cpu:7.3f} {wall:7.3f}  {ok}")
+    if args.json:
+        print(json.dumps(measure(args.repeats)))
+        return
+    cpu = cpu_model()
+    print(f"CPU: {cpu}; one BLAS thread; median CPU s of one trial over {args.repeats} trials")
+    ours: dict[str, list[float]] = {}
+    theirs: dict[str, list[float]] = {}
+    rounds = 2 if args.against is not None else 1
+    for _ in range(rounds):  # alternate, so both trees see the same load
+        if args.against is not None:
+            for label, value in measure_elsewhere(args.against, args.repeats).items():
+                theirs.setdefault(label, []).append(value)
+        for label, value in measure(args.repeats).items():
+            ours.setdefault(label, []).append(value)
+    cost = {label: min(values) for label, values in ours.items()}
+    other = {label: min(values) for label, values in theirs.items()}
+    header = f"{'policy':34s} {'cpu s':>7s}"
+    print(header + (f" {'against':>8s} {'ratio':>6s}" if other else ""))
+    rows = []
+    for label, value in cost.items():
+        line = f"{label:34s} {value:7.3f}"
+        if label in other:
+            line += f" {other[label]:8.3f} {other[label] / value:6.2f}"
+        print(line)
         rows.append({"policy": label, "T": INSTANCE["horizon"], "d": INSTANCE["d"],
-                     "K": INSTANCE["K"], "cpu_s": round(cpu, 4), "wall_s": round(wall, 4),
-                     "target_s": TARGET_SECONDS if targeted else ""})
+                     "K": INSTANCE["K"], "cpu_s": round(value, 4), "cpu_model": cpu})
     OUT.parent.mkdir(parents=True, exist_ok=True)
     with open(OUT, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
@@ -99,7 +159,14 @@ def main() -> None:
         writer.writerows(rows)
     print(f"wrote {OUT}")
     if Path(args.config).exists():
-        sweep_estimate(args.config, args.experiment, cost)
+        total = sweep_estimate(args.config, cost)
+        line = f"TS synthetic experiments: ≈ {total / 60:.1f} CPU-minutes of simulation"
+        if other:
+            before = sweep_estimate(args.config, other)
+            line += f" (against: {before / 60:.1f}, ratio {before / total:.2f})"
+        print(line)
+    if args.compare is not None:
+        compare(args.compare, cost)
 
 
 if __name__ == "__main__":

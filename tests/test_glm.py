@@ -185,3 +185,52 @@ def test_metric_ball_projection_is_kkt_point(seed: int) -> None:
     np.testing.assert_allclose(lhs, nu * theta, atol=1e-8 * max(1.0, abs(nu)))
     inside = np.array([0.1, 0.2, 0.3])
     np.testing.assert_array_equal(project_ball_metric(inside, V, 1.5), inside)
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+def test_link_values_into_buffers_is_bitwise_link_values(family: str) -> None:
+    """The buffered evaluation of the Newton fit gives exactly the values of `link_values`."""
+    link = get_link(family)
+    g = np.random.default_rng(11)
+    for n in [1, 2, 3, 7, 8, 9, 16, 17, 31, 64, 257, 1000]:
+        z = np.concatenate([g.normal(scale=4.0, size=n - 1), [40.0 * g.uniform(-1, 1)]])
+        buffers = tuple(np.empty(n + 5)[5:] for _ in range(4))  # offset views, as in GrowingNewton
+        buffers[0][:] = z
+        glm._link_values_into(link, buffers[0], buffers)
+        for got, want in zip(buffers[1:], glm.link_values(link, z), strict=True):
+            assert got.tobytes() == np.asarray(want, dtype=float).tobytes()
+
+
+def test_growing_newton_is_bitwise_reproducible_and_matches_its_stats() -> None:
+    X, r, _ = ball_data(12, 300, 3, "logistic")
+    link = get_link("logistic")
+    runs = []
+    for capacity in (1, 300):  # buffer growth must not change a bit
+        stats = SolverStats()
+        grow = GrowingNewton(3, capacity, link, 1e-5, cap=1.0, stats=stats)
+        theta, thetas = np.zeros(3), []
+        for i in range(X.shape[0]):
+            grow.add(X[i], r[i])
+            start = theta if i % 7 else theta + 0.01  # some fits do not start at the last one
+            theta, _ = grow.solve(start)
+            thetas.append(theta)
+        runs.append((np.array(thetas).tobytes(), vars(stats)))
+    assert runs[0] == runs[1]
+    assert runs[0][1]["capped"] > 0  # the norm cap (ball model step) was exercised
+
+
+def test_direct_lapack_helpers_equal_numpy() -> None:
+    g = np.random.default_rng(13)
+    for d in (2, 3, 5):
+        B = g.normal(size=(d, d))
+        A = B @ B.T + 0.1 * np.eye(d)
+        b = g.normal(size=d)
+        assert glm.solve_vector(A, b).tobytes() == np.linalg.solve(A, b).tobytes()
+        eigs, Q = glm.eigh_lower(A)
+        want = np.linalg.eigh(A)
+        assert eigs.tobytes() == want[0].tobytes() and Q.tobytes() == want[1].tobytes()
+        assert logdet(A) == float(np.linalg.slogdet(A)[1])
+        X = g.normal(size=(9, d))
+        assert quad_forms(X, A).tobytes() == np.einsum("ij,ij->i", X @ A, X).tobytes()
+    with pytest.raises(np.linalg.LinAlgError):
+        glm.solve_vector(np.zeros((3, 3)), np.ones(3))

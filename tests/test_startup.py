@@ -20,3 +20,27 @@ def test_simulate_and_all_registries_avoid_heavy_imports():
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+def loaded(imports: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of `modules` a fresh interpreter has loaded after `imports`."""
+    code = f"import sys\n{imports}\nprint(','.join(m for m in {modules!r} if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return [m for m in proc.stdout.strip().split(",") if m]
+
+
+def test_a_shard_job_loads_scipy_only_with_the_modules_that_use_it():
+    assert loaded("from dpbandits.simulate import run_shard", ("scipy.special",)) == []
+    # Negative control: a GLM instance needs the link functions of scipy.special.
+    assert loaded("import dpbandits.instances.glm", ("scipy.special",)) == ["scipy.special"]
+
+
+def test_figure_and_aggregation_jobs_do_not_load_scipy_stats():
+    imports = "import dpbandits.aggregate, dpbandits.outputs.common, dpbandits.stats"
+    assert loaded(imports, ("scipy.stats",)) == []
+    assert loaded(imports + "\nfrom dpbandits.stats import welch_t_test\n"
+                  "import numpy as np; welch_t_test(np.ones(3), np.arange(3.0))",
+                  ("scipy.stats",)) == ["scipy.stats"]
+

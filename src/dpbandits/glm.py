@@ -11,6 +11,14 @@ from scipy.special import expit, ndtr
 
 from dpbandits.links import Link
 
+try:  # the compiled kernels behind np.einsum (optimize=False), np.linalg.solve and slogdet
+    from numpy._core.multiarray import c_einsum as _einsum
+    from numpy.linalg._umath_linalg import eigh_lo as _EIGH_LO
+    from numpy.linalg._umath_linalg import slogdet as _SLOGDET
+    from numpy.linalg._umath_linalg import solve1 as _SOLVE1
+except ImportError:  # pragma: no cover - other numpy layouts
+    _einsum, _EIGH_LO, _SLOGDET, _SOLVE1 = np.einsum, None, None, None
+
 SOLVERS = ("compat", "newton")
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -73,6 +81,83 @@ def link_values(link: Link, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.n
     return link.mean(z), link.dot(z), link.potential(z)
 
 
+def _link_values_into(link: Link, z: np.ndarray, out: Values) -> None:
+    """`link_values(link, z)` written into the (μ, μ̇, b) buffers out[1:] (out[0] is z's).
+
+    The same elementwise operations in the same order as `link_values`, without temporaries.
+    """
+    _, mu, mudot, pot = out
+    if link.name == "probit":
+        ndtr(z, out=mu)
+        np.square(z, out=pot)
+        np.multiply(pot, -0.5, out=pot)
+        np.exp(pot, out=mudot)
+        np.multiply(mudot, _INV_SQRT_2PI, out=mudot)
+        np.multiply(z, mu, out=pot)
+        np.add(pot, mudot, out=pot)
+    elif link.name == "logistic":
+        expit(z, out=mu)
+        np.subtract(1.0, mu, out=mudot)
+        np.multiply(mu, mudot, out=mudot)
+        np.logaddexp(0.0, z, out=pot)
+    else:
+        mu[...] = link.mean(z)
+        mudot[...] = link.dot(z)
+        pot[...] = link.potential(z)
+
+
+def solve_vector(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.linalg.solve(a, b)` for a float64 matrix and vector: the same LAPACK gufunc, called
+    without the wrapper's checks (the wrapper runs, and raises, when the result is not finite)."""
+    if _SOLVE1 is not None:
+        with np.errstate(all="ignore"):
+            x = _SOLVE1(a, b, signature="dd->d")
+        if math.isfinite(sum(x.tolist())):
+            return x
+    return np.linalg.solve(a, b)
+
+
+def eigh_lower(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.linalg.eigh(a)` (lower triangle) for a small float64 matrix: the same LAPACK gufunc
+    without the wrapper's checks (the wrapper runs, and raises, when the result is not finite;
+    a failed decomposition then also warns once about the invalid value)."""
+    if _EIGH_LO is not None:
+        eigs, vectors = _EIGH_LO(a, signature="d->dd")
+        if math.isfinite(sum(eigs.tolist()) + sum(vectors.ravel().tolist())):
+            return eigs, vectors
+    eigs, vectors = np.linalg.eigh(a)
+    return eigs, vectors
+
+
+class _Buffers:
+    """Preallocated arrays of a Newton fit: (z, μ, μ̇, b) at the iterate and at the trial point,
+    the Hessian weights μ̇ᵢxᵢ (rows of an n×d array) and the residuals μ − r."""
+
+    def __init__(self, capacity: int, d: int) -> None:
+        self.cur: Values = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
+        self.trial: Values = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
+        self.weighted = np.empty((capacity, d))
+        self.resid = np.empty(capacity)
+        self._ridge: tuple[float, np.ndarray] | None = None
+
+    def ridge(self, lam: float) -> np.ndarray:
+        """2λI, the Hessian of the regulariser λ‖θ‖² (kept for the last λ asked for)."""
+        if self._ridge is None or self._ridge[0] != lam:
+            self._ridge = (lam, 2.0 * lam * np.eye(self.weighted.shape[1]))
+        return self._ridge[1]
+
+    def grow(self, capacity: int) -> None:
+        """Enlarge to `capacity` rows, keeping the values at the iterate."""
+        old = self.cur[0].shape[0]
+        cur = tuple(np.empty(capacity) for _ in range(4))
+        for new, kept in zip(cur, self.cur, strict=True):
+            new[:old] = kept
+        self.cur = cur  # type: ignore[assignment]
+        self.trial = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
+        self.weighted = np.empty((capacity, self.weighted.shape[1]))
+        self.resid = np.empty(capacity)
+
+
 def newton_mle(
     X: np.ndarray,
     r: np.ndarray,
@@ -91,61 +176,82 @@ def newton_mle(
     the capped problem hold to that tolerance) or after `max_iter` Newton steps. Returns
     (θ, success).
     """
-    theta, success, _ = _newton(X, r, link, lam, theta0, None, cap, tol, max_iter, stats)
-    return theta, success
+    X = np.ascontiguousarray(X, dtype=float)
+    n, d = X.shape
+    theta = np.array(theta0, dtype=float)
+    if n == 0:
+        return theta, True
+    return _newton(X, np.ascontiguousarray(X.T), np.asarray(r, dtype=float), link, lam, theta,
+                   _Buffers(n, d), False, cap, tol, max_iter, stats)
 
 
 def _newton(
     X: np.ndarray,
+    columns: np.ndarray,
     r: np.ndarray,
     link: Link,
     lam: float,
-    theta0: np.ndarray,
-    values: Values | None,
+    theta: np.ndarray,
+    buffers: _Buffers,
+    known: bool,
     cap: float | None,
     tol: float,
     max_iter: int,
     stats: SolverStats | None,
-) -> tuple[np.ndarray, bool, Values | None]:
-    """Newton core; `values` = (z, μ, μ̇, b) at θ₀ if already known. Returns the final values."""
-    theta = np.array(theta0, dtype=float)
+) -> tuple[np.ndarray, bool]:
+    """Newton core on n ≥ 1 rows from θ (the caller's copy, rescaled in place onto the cap when
+    outside); `columns` is Xᵀ with contiguous rows.
+
+    `known`: buffers.cur holds (z, μ, μ̇, b) at θ on the n rows; on return it holds them at
+    the returned θ.
+    """
     n, d = X.shape
-    if n == 0:
-        return theta, True, None
     if cap is not None:
         norm = math.sqrt(theta @ theta)
         if norm > cap:
             theta *= cap / norm
-            values = None
-    if values is None:
-        z = X @ theta
-        values = (z, *link_values(link, z))
-    z, mu, mudot, pot = values
+            known = False
+    cur, trial = buffers.cur, buffers.trial
+    current = (cur[0][:n], cur[1][:n], cur[2][:n], cur[3][:n])
+    values = (trial[0][:n], trial[1][:n], trial[2][:n], trial[3][:n])
+    z, mu, mudot, pot = current
+    if not known:
+        np.matmul(X, theta, out=z)
+        _link_values_into(link, z, (z, mu, mudot, pot))
     XT = X.T
+    resid = buffers.resid[:n]
+    weighted_t = buffers.weighted[:n].T
     threshold = tol * max(1.0, float(n))
-    ridge = 2.0 * lam * np.eye(d)
+    ridge = buffers.ridge(lam)
+    two_lam = 2.0 * lam
     capped = False
     success = False
     steps = 0
     F = float(pot.sum() - r @ z) + lam * float(theta @ theta)
     while True:
-        g = XT @ (mu - r) + 2.0 * lam * theta
-        if float(np.max(np.abs(g))) <= threshold or (
+        np.subtract(mu, r, out=resid)
+        g = XT @ resid
+        g += two_lam * theta
+        if float(np.abs(g).max()) <= threshold or (
             capped and _kkt_on_sphere(theta, g, threshold, cap)  # type: ignore[arg-type]
         ):
             success = True
             break
         if steps == max_iter:
             break
-        H = (XT * mudot) @ X + ridge
+        np.multiply(columns, mudot, out=weighted_t)
+        H = weighted_t @ X
+        H += ridge
         try:
-            p = -np.linalg.solve(H, g)
+            p = -solve_vector(H, g)
         except np.linalg.LinAlgError:
             break
-        if cap is not None and float((theta + p) @ (theta + p)) > cap * cap:
-            # minimise the quadratic model over the ball instead; the segment stays inside
-            p = _ball_model_minimiser(H, H @ theta - g, cap) - theta
-            capped = True
+        if cap is not None:
+            moved = theta + p
+            if float(moved @ moved) > cap * cap:
+                # minimise the quadratic model over the ball instead; the segment stays inside
+                p = _ball_model_minimiser(H, H @ theta - g, cap) - theta
+                capped = True
         slope = float(g @ p)
         if not slope < 0.0:
             break
@@ -154,10 +260,11 @@ def _newton(
         rounding = -slope <= 1e-12 * (1.0 + abs(F))
         step = 1.0
         accepted = False
+        z_new, pot_new = values[0], values[3]
         for _ in range(31):
             new = theta + step * p
-            z_new = X @ new
-            mu_new, dot_new, pot_new = link_values(link, z_new)
+            np.matmul(X, new, out=z_new)
+            _link_values_into(link, z_new, values)
             F_new = float(pot_new.sum() - r @ z_new) + lam * float(new @ new)
             if rounding or F_new <= F + 1e-4 * step * slope:
                 accepted = True
@@ -165,20 +272,25 @@ def _newton(
             step *= 0.5
         if not accepted:
             break
-        if np.array_equal(new, theta):
+        if bool((new == theta).all()):
             break
-        theta, z, mu, mudot, pot, F = new, z_new, mu_new, dot_new, pot_new, F_new
+        theta, F = new, F_new
+        cur, trial = trial, cur
+        current, values = values, current
+        z, mu, mudot, pot = current
+    buffers.cur, buffers.trial = cur, trial
     if stats is not None:
         stats.record(success, steps, capped)
-    return theta, success, (z, mu, mudot, pot)
+    return theta, success
 
 
 class GrowingNewton:
     """Newton MLE over a data set that grows by one row per round (GLM-UCB's per-round fit).
 
-    Keeps the data in preallocated buffers and the link values at the last solution, so a fit
-    warm-started there evaluates the link only on the new rows before its first Newton step.
-    Results are those of `newton_mle` on the same data and warm start.
+    Keeps the data in preallocated buffers (rows and columns) with the link values at the last
+    solution, so a fit warm-started there evaluates the link only on the new rows before its
+    first Newton step. Results are those of `newton_mle` on the same data and warm start (up to
+    the rounding of xᵢᵀθ, which BLAS may sum differently for a block of rows than for all rows).
     """
 
     def __init__(
@@ -195,40 +307,55 @@ class GrowingNewton:
     ) -> None:
         self.link, self.lam, self.cap, self.tol, self.max_iter = link, lam, cap, tol, max_iter
         self.stats = stats
+        capacity = max(int(capacity), 1)
         self.X = np.empty((capacity, d))
         self.r = np.empty(capacity)
+        self._columns = np.empty((d, capacity))  # Xᵀ, filled up to _filled rows by `solve`
+        self._filled = 0
+        self._buffers = _Buffers(capacity, d)
         self.n = 0
-        self._theta: np.ndarray | None = None
-        self._values: Values | None = None
+        self._theta: np.ndarray | None = None  # the last solution
+        self._known = 0  # rows whose link values at the last solution are in the buffers
 
     def add(self, x: np.ndarray, r: float) -> None:
         """Append one observation (x, r)."""
-        if self.n == self.X.shape[0]:
+        n = self.n
+        if n == self.X.shape[0]:
+            capacity = 2 * n
             self.X = np.concatenate([self.X, np.empty_like(self.X)])
             self.r = np.concatenate([self.r, np.empty_like(self.r)])
-        self.X[self.n] = x
-        self.r[self.n] = r
-        self.n += 1
+            columns = np.empty((self.X.shape[1], capacity))
+            columns[:, : self._filled] = self._columns[:, : self._filled]
+            self._columns = columns
+            self._buffers.grow(capacity)
+        self.X[n] = x
+        self.r[n] = r
+        self.n = n + 1
 
     def solve(self, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
         """Fit on all rows so far, warm-started at θ₀; returns (θ, success)."""
         n = self.n
-        X, r = self.X[:n], self.r[:n]
-        values = None
-        if self._theta is not None and self._values is not None and np.array_equal(
-            theta0, self._theta
-        ):
-            old = self._values[0].shape[0]
-            z_new = X[old:] @ self._theta
-            fresh = (z_new, *link_values(self.link, z_new))
-            values = tuple(  # type: ignore[assignment]
-                np.concatenate([a, b]) for a, b in zip(self._values, fresh, strict=True)
-            )
-        theta, success, self._values = _newton(
-            X, r, self.link, self.lam, theta0, values, self.cap, self.tol, self.max_iter,
-            self.stats,
+        theta = np.array(theta0, dtype=float)
+        if n == 0:
+            self._theta, self._known = theta.copy(), 0
+            return theta, True
+        X = self.X[:n]
+        if self._filled < n:
+            self._columns[:, self._filled : n] = X[self._filled :].T
+            self._filled = n
+        known = self._theta is not None and self._known > 0 and bool(
+            np.array_equal(theta0, self._theta)
         )
-        self._theta = theta.copy()
+        if known:
+            old = self._known
+            cur = tuple(a[old:n] for a in self._buffers.cur)
+            cur[0][...] = X[old:] @ self._theta
+            _link_values_into(self.link, cur[0], cur)  # type: ignore[arg-type]
+        theta, success = _newton(
+            X, self._columns[:, :n], self.r[:n], self.link, self.lam, theta, self._buffers,
+            known, self.cap, self.tol, self.max_iter, self.stats,
+        )
+        self._theta, self._known = theta.copy(), n
         return theta, success
 
 
@@ -310,18 +437,22 @@ def sherman_morrison(A_inv: np.ndarray, x: np.ndarray, w: float = 1.0) -> float:
     """In place: A⁻¹ ← (A + w·xxᵀ)⁻¹ (Sherman–Morrison); returns xᵀA⁻¹x of the old A⁻¹."""
     u = A_inv @ x
     q = float(x @ u)
-    A_inv -= (w / (1.0 + w * q)) * np.outer(u, u)
+    A_inv -= (w / (1.0 + w * q)) * (u[:, None] * u)
     return q
 
 
 def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
     """Row-wise xᵢᵀAxᵢ for the rows of X."""
-    return np.einsum("ij,ij->i", X @ A, X)
+    return _einsum("ij,ij->i", X @ A, X)
 
 
 def logdet(A: np.ndarray) -> float:
     """log det A via slogdet, −∞ when the sign is ≤ 0."""
-    sign, value = np.linalg.slogdet(A)
+    if (_SLOGDET is not None and isinstance(A, np.ndarray) and A.dtype == np.float64
+            and A.ndim == 2 and A.shape[0] == A.shape[1]):
+        sign, value = _SLOGDET(A, signature="d->dd")
+    else:
+        sign, value = np.linalg.slogdet(A)
     return float(value) if sign > 0 else -math.inf
 
 

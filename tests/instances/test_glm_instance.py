@@ -101,6 +101,31 @@ def test_vectorised_arm_draw_would_not_match():
     )
 
 
+def arm_by_arm(seed: int, d: int, K: int, S: float, horizon: int, full_norm: bool = True):
+    """The instance drawn one arm at a time in Python, as the authors' loop does."""
+    g = np.random.default_rng(seed)
+    u = g.uniform(-1.0, 1.0, size=d)
+    scale = S if full_norm else S * g.uniform(0.0, 1.0)
+    contexts = np.empty((horizon, K, d))
+    for t in range(horizon):
+        for i in range(K):
+            v = g.normal(0.0, 1.0, size=d)
+            contexts[t, i] = g.uniform(0.0, 1.0) ** (1.0 / d) * v / np.sqrt(v @ v)
+    return scale * u / np.linalg.norm(u), contexts
+
+
+@pytest.mark.parametrize("seed,d,K,S,T,full_norm", [
+    (109832, 3, 20, 2.0, 400, True), (109832, 5, 20, 3.5, 300, True), (7, 20, 5, 1.0, 200, True),
+    (3, 2, 10, 1.0, 300, False), (5, 1, 4, 1.0, 50, True),
+])
+def test_the_c_draws_are_bitwise_the_arm_by_arm_draws(seed, d, K, S, T, full_norm):
+    theta, contexts = draw_theta_and_contexts(seed, d, K, S, T, full_norm)
+    ref_theta, ref_contexts = arm_by_arm(seed, d, K, S, T, full_norm)
+    assert np.array_equal(theta, ref_theta) and np.array_equal(contexts, ref_contexts)
+    # Negative control: a different seed's table is not equal.
+    assert not np.array_equal(contexts, arm_by_arm(seed + 1, d, K, S, T, full_norm)[1])
+
+
 def test_contexts_in_unit_ball_and_theta_norm():
     inst = GLMInstance(family="logistic", d=4, K=7, S=1.5, horizon=200, seed=3)
     assert np.all(np.linalg.norm(inst.contexts, axis=2) <= 1 + 1e-12)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dpbandits.errors import ConfigError
-from dpbandits.instances.pool import PoolInstance
+from dpbandits.instances.pool import PoolInstance, smallest_first
 from dpbandits.instances.registry import build_instance
 
 
@@ -90,3 +90,14 @@ def test_bad_parameters(params: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
         make(**params)
     assert "\n" not in str(info.value)
+
+
+def test_smallest_first_is_argsort_of_each_row() -> None:
+    """The candidate table equals np.argsort(...)[:, :K]; rows with ties are sorted in full."""
+    g = np.random.default_rng(2)
+    u = g.random((3000, 40))
+    u[::7, 3] = u[::7, 10]  # ties among the smallest in some rows
+    u[::11, 0] = u[::11, 1]
+    u[5] = 0.5  # a row of equal values
+    for k in (1, 5, 39, 40, 45):
+        np.testing.assert_array_equal(smallest_first(u.copy(), k), np.argsort(u, axis=1)[:, :k])

@@ -127,3 +127,46 @@ def test_logistic_only_and_bad_parameters() -> None:
         make_policy("ECOLog", info, np.random.default_rng(0), ell_projection="sqrtm")
     with pytest.raises(ConfigError, match="lam0"):
         make_policy("ECOLog", info, np.random.default_rng(0), lam0=0.0)
+
+
+@pytest.mark.parametrize("S", [1.0, 3.5])  # step size η < 1 and η > 1
+def test_scalar_path_is_bitwise_the_general_loop(S: float, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When no iterate can reach the boundary, the scalar recursion gives exactly the iterate of
+    the general loop, and the test of that condition is never wrong."""
+    info = ProblemInfo("logistic", 3, 4, 100, S, kappa=10.0)
+    g = np.random.default_rng(2)
+    cases, fast = [], 0
+    for _ in range(300):
+        p = make_policy("ECOLog", info, np.random.default_rng(0))
+        B = g.normal(size=(3, 3))
+        V = 10 * np.eye(3) + B @ B.T * g.uniform(0, 50)
+        eigs, Q = np.linalg.eigh(V)
+        x = g.normal(size=3)
+        x *= g.uniform() / np.linalg.norm(x)
+        theta_c = g.normal(size=3)
+        theta_c *= S * g.uniform(0.3, 1.05) / np.linalg.norm(theta_c)
+        r, bar, n = float(g.integers(2)), bool(g.integers(2)), int(g.integers(2, 20000))
+        a = (Q.T @ x) / np.sqrt(eigs)
+        args = (Q, eigs, np.sqrt(eigs), a, theta_c, r, ecolog_iterations(S, n), bar)
+        cases.append((p, args))
+    for p, args in cases:
+        before = p.projections
+        got = p._online_step(*args)
+        fast += p.projections == before and p._inside_throughout(
+            args[1], *_grams(args), args[5], S * S + 1e-3)
+        with monkeypatch.context() as m:
+            m.setattr(type(p), "_inside_throughout", lambda *_: False)
+            general = make_policy("ECOLog", info, np.random.default_rng(0))
+            want = general._online_step(*args)
+        assert got.tobytes() == want.tobytes()
+        if p._inside_throughout(args[1], *_grams(args), args[5], S * S + 1e-3):
+            assert general.projections == 0
+    assert 30 < fast < len(cases)  # both paths were exercised
+
+
+def _grams(args: tuple) -> tuple[float, float, float]:
+    """(G00, G0a, Gaa) of an online step's arguments, as `_online_step` computes them."""
+    Q, eigs, root, a, theta_c = args[:5]
+    z0 = root * (Q.T @ theta_c)
+    inv = 1.0 / eigs
+    return float(z0 @ (inv * z0)), float(z0 @ (inv * a)), float(a @ (inv * a))

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.linalg import lapack
 
 from dpbandits.contract import ProblemInfo
 from dpbandits.instances.registry import build_instance
@@ -87,3 +88,27 @@ def test_infinite_epsilon_limit_is_linucb() -> None:
         r = env.pull(t, i)[0]
         pol.update(t, arms[i], r)
         ref.update(t, arms[j], r)
+
+
+def test_release_is_factorised_once_and_floors_are_counted_per_query() -> None:
+    """Asking twice in one round (a replay) reuses the round's factor; a floored V_t is
+    counted on every query, as when it was refactorised each time."""
+
+    class NoShift(JDPLinUCB):
+        def calibrate(self) -> None:
+            super().calibrate()
+            self.upsilon = 0.0
+
+    inst = build_instance({"generator": "logistic_pool", "seed": 8, "horizon": 60})
+    env = inst.environment(0)
+    pol = NoShift(inst.info, np.random.default_rng(0), epsilon=1.0, delta=DELTA)
+    pol.begin(env)
+    expected = 0
+    for t in range(60):
+        v, _ = pol.released()
+        expected += 2 * (lapack.dpotrf(v, lower=1, clean=0)[1] != 0)
+        arms = env.arms(t)
+        i = pol.select(t, arms)
+        assert pol.select(t, arms) == i
+        pol.update(t, arms[i], env.pull(t, i)[0])
+    assert expected > 0 and pol.floor_events == expected

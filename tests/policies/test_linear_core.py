@@ -5,10 +5,25 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpbandits import linalg
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
+from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
+from dpbandits.policies.linear_core import (
+    add_reward,
+    arm_widths,
+    factor_draw,
+    factor_solve,
+    factorise,
+    inflate_exact,
+    log_det_of,
+    smallest_eigenvalue,
+    snapped_release,
+    ucb_index,
+)
 from dpbandits.privacy.clipping import clip_arms
+from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise, inflate_for_snapping
 
 
 def test_gram_updates_and_warm_start() -> None:
@@ -87,3 +102,103 @@ def test_any_environment(name: str) -> None:
         np.testing.assert_allclose(pol.gram, np.eye(3) + x.T @ x, atol=1e-12)
         rewards = np.where(np.arange(60) % 2 == 1, 1.0, 0.0)  # clipped to [0, 1]
         np.testing.assert_allclose(pol.b, rewards @ x, atol=1e-12)
+
+
+def _gram(g: np.random.Generator, d: int) -> np.ndarray:
+    x = clip_arms(g.standard_normal((int(g.integers(1, 400)), d)))
+    return np.asfortranarray(g.uniform(0.05, 3.0) * np.eye(d) + x.T @ x)
+
+
+def test_fast_linear_algebra_is_linalg_bit_for_bit() -> None:
+    """The positional-argument helpers make the very LAPACK/BLAS calls of `dpbandits.linalg`."""
+    g = np.random.default_rng(3)
+    for _ in range(200):
+        d = int(g.integers(1, 25))
+        a = _gram(g, d)
+        arms, v = g.standard_normal((int(g.integers(1, 9)), d)), g.standard_normal(d)
+        factor = linalg.cholesky(a)
+        assert factorise(a).tobytes() == factor.tobytes()
+        assert factor_solve(factor, v).tobytes() == linalg.cho_solve(factor, v).tobytes()
+        assert factor_draw(factor, v).tobytes() == linalg.solve_lower_t(factor, v).tobytes()
+        assert arm_widths(factor, arms).tobytes() == linalg.widths(factor, arms).tobytes()
+        assert smallest_eigenvalue(a) == linalg.lambda_min(a)
+        assert log_det_of(factor) == linalg.log_det(factor)
+        for scale in (0.0, 0.5, 1.0, 2.0):
+            scores = arms @ v + scale * linalg.widths(factor, arms)
+            assert ucb_index(arms, v, factor, scale) == int(scores.argmax())
+
+
+def test_add_reward_is_numpy_in_place_update() -> None:
+    x = np.array([0.5, -0.25, 0.0, -0.0, 3.0])
+    for r in (1.0, 0.0, 0.3, -0.0):
+        b, ref = np.array([-0.0, 0.0, 1.5, -0.0, 2.0]), np.array([-0.0, 0.0, 1.5, -0.0, 2.0])
+        add_reward(b, x, r)
+        ref += r * x
+        assert b.tobytes() == ref.tobytes()
+
+
+def test_inflate_exact_is_inflate_for_snapping() -> None:
+    """Integer cross-multiplication gives the σ′ of the Fraction loop, bit for bit."""
+    g = np.random.default_rng(4)
+    exact = ExactNoise(np.random.default_rng(0))
+    cases = [(490.3, 1.0, 20), (4.9, 1.0, 20), (1.0, 1.0, 1), (2.0**14, 2.0, 21), (3.0, 0.5, 5)]
+    for _ in range(2000):
+        sensitivity = float(np.exp(g.uniform(-12, 6)))
+        ratio = float(np.exp(g.uniform(-2, 9)))
+        cases.append((sensitivity * ratio, sensitivity, int(g.integers(1, 500))))
+    for sigma, sensitivity, dim in cases:
+        assert (inflate_exact(exact, sigma, sensitivity, dim)
+                == inflate_for_snapping(exact, sigma, sensitivity, dim))
+    for bad in ((2.0**20, 2.0, 21), (0.0, 1.0, 3), (1.0, 0.0, 3)):  # no σ′ exists / invalid
+        with pytest.raises(Exception) as fast:
+            inflate_exact(exact, *bad)
+        with pytest.raises(Exception) as slow:
+            inflate_for_snapping(exact, *bad)
+        assert fast.type is slow.type
+    paper = NumpyNoise(np.random.default_rng(0))
+    assert inflate_exact(paper, 3.5, 1.0, 20) == inflate_for_snapping(paper, 3.5, 1.0, 20)
+
+
+def test_snapped_release_is_snap_plus_discrete_noise() -> None:
+    """Same stream, same numbers as `noise.snap(v, σ) + noise.gaussian(σ, shape)`."""
+    g = np.random.default_rng(5)
+    values = [g.standard_normal(20) * 1e3, np.array([1e300, -2.5, 0.0]), np.array(7.25),
+              np.array([np.nan, 1.0]), g.standard_normal((3, 4)), np.zeros(0)]
+    for sigma in (0.013, 1.0545, 490.1, 3.1e7):
+        for value in values:
+            fast, ref = ExactNoise(np.random.default_rng(9)), ExactNoise(np.random.default_rng(9))
+            with np.errstate(over="ignore", invalid="ignore"):
+                expected = ref.snap(value, sigma) + ref.gaussian(sigma, np.shape(value))
+                got = snapped_release(fast, value, sigma)
+            assert got.tobytes() == expected.tobytes()
+            assert fast.rng.random() == ref.rng.random()  # the streams moved alike
+
+
+class _PoolTable(RoundEnvironment):
+    """A pool trial seen through `arms`/`pull` only (no table: the policy prepares each round)."""
+
+    def __init__(self, env: RoundEnvironment) -> None:
+        self.env, self.info = env, env.info
+
+    def arms(self, t: int) -> np.ndarray:
+        return self.env.arms(t).copy()
+
+    def pull(self, t: int, index: int) -> tuple[float, float]:
+        return self.env.pull(t, index)
+
+
+@pytest.mark.parametrize("name", ["LinUCB", "LinTS", "AdaPrivate-TS", "AdaPrivate-UCB",
+                                  "RarelySwitching-zCDP", "AdaC-OFUL-zCDP", "zCDP-Episodic"])
+def test_table_and_round_by_round_play_agree_bit_for_bit(name: str) -> None:
+    """A pre-drawn table (blocks of rounds for the frozen policies) and per-round arms give the
+    same trace, events and ledger."""
+    inst = build_instance({"generator": "logistic_pool", "seed": 12, "horizon": 1500})
+    private = {"epsilon": 1.0, "delta": 1e-5} if name not in ("LinUCB", "LinTS") else {}
+    runs = []
+    for env in (inst.environment(0), _PoolTable(inst.environment(0))):
+        pol = make_policy(name, inst.info, np.random.default_rng(1), **private)
+        result = pol.run(env)
+        ledger = pol.ledger.to_json() if pol.ledger is not None else ""
+        runs.append((result.regret.tobytes(), result.reward.tobytes(), ledger,
+                     {k: v.tobytes() for k, v in result.events.items()}))
+    assert runs[0] == runs[1]

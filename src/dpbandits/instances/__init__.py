@@ -1,6 +1,5 @@
-"""Problem instances: synthetic GLM, linear and pool instances, replay environments."""
+"""Problem instances: synthetic GLM, linear and pool instances, replay environments.
 
-from dpbandits.contract import ProblemInfo
-from dpbandits.instances.glm import GLMInstance
-
-__all__ = ["GLMInstance", "ProblemInfo"]
+Generators are looked up by name in `dpbandits.instances.registry`; their modules are imported
+only when used.
+"""

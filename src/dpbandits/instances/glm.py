@@ -8,6 +8,7 @@ import numpy as np
 
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
+from dpbandits.instances._ball import ball_draws
 from dpbandits.instances.registry import InstanceKind
 from dpbandits.links import LINKS, Link, get_link
 from dpbandits.params import REQUIRED, Declaration, boolean, choice, integer, number, validate
@@ -32,23 +33,23 @@ def draw_theta_and_contexts(
 ) -> tuple[np.ndarray, np.ndarray]:
     """θ* and the T×K×d context table in the authors' draw order.
 
-    Steps 1–3 of docs/glm.md, "Instance generator". The interleaving of d normals and one uniform
-    per arm reproduces the authors' instance (and its κ values), so the arms are drawn one at a
-    time.
+    Steps 1–3 of docs/glm.md, "Instance generator". Each arm takes d normals and then one
+    uniform from the same generator, as the authors' per-arm loop draws them (which fixes their
+    instance and its κ values); `_ball.ball_draws` makes those draws in C with numpy's own
+    distribution functions, and each arm is scaled to radius U^(1/d) with its norm from the same
+    dot product as `v @ v`.
     """
     g = np.random.default_rng(seed)
     u = g.uniform(-1.0, 1.0, size=d)
     scale = S if full_norm else S * g.uniform(0.0, 1.0)
     theta = scale * u / np.linalg.norm(u)
-    contexts = np.empty((horizon, K, d))
-    normal, uniform, inv_d = g.normal, g.uniform, 1.0 / d
-    for t in range(horizon):
-        row = contexts[t]
-        for i in range(K):
-            v = normal(0.0, 1.0, size=d)
-            rad = uniform(0.0, 1.0) ** inv_d
-            row[i] = rad * v / np.sqrt(v @ v)
-    return theta, contexts
+    normals = np.empty((horizon * K, d))
+    radii = np.empty(horizon * K)
+    with g.bit_generator.lock:
+        ball_draws(g.bit_generator.capsule, normals, radii, 1.0 / d)
+    norms = np.sqrt(np.fromiter((v @ v for v in normals), float, count=len(normals)))
+    contexts = radii[:, None] * normals / norms[:, None]
+    return theta, contexts.reshape(horizon, K, d)
 
 
 @dataclass

@@ -36,6 +36,35 @@ def draw_theta_and_pool(
     return theta, pool
 
 
+def smallest_first(u: np.ndarray, k: int) -> np.ndarray:
+    """`np.argsort(u, axis=1)[:, :k]` by k argmin passes; overwrites u's k smallest per row."""
+    # One more pass checks that each row's k + 1 smallest are distinct, so that their order is
+    # unique; rows where they are not are sorted in full.
+    n_rows, n_cols = u.shape
+    if k >= n_cols:
+        return np.argsort(u, axis=1)[:, :k]
+    rows = np.arange(n_rows)
+    out = np.empty((n_rows, k), dtype=np.intp)
+    taken = np.empty((n_rows, k))
+    distinct = np.ones(n_rows, dtype=bool)
+    previous = None
+    for j in range(k + 1):
+        index = u.argmin(axis=1)
+        values = u[rows, index]
+        if previous is not None:
+            distinct &= values > previous
+        if j < k:
+            out[:, j] = index
+            taken[:, j] = values
+            u[rows, index] = np.inf
+        previous = values
+    if not distinct.all():
+        redo = np.flatnonzero(~distinct)
+        u[redo[:, None], out[redo]] = taken[redo]
+        out[redo] = np.argsort(u[redo], axis=1)[:, :k]
+    return out
+
+
 def pool_means(theta: np.ndarray, pool: np.ndarray, link: str) -> np.ndarray:
     """μ(x) = sigmoid(θ*ᵀx) (logistic), or ½(1 + θ̄ᵀx) with θ̄ = θ*/‖θ*‖ (linear).
 
@@ -101,7 +130,7 @@ class PoolInstance:
             theta, pool = draw_theta_and_pool(g, self.d, self.n_arms, float(self.S))
         else:
             theta, pool = self._shared
-        candidates = np.argsort(g.random((self.horizon, self.n_arms)), axis=1)[:, : self.K]
+        candidates = smallest_first(g.random((self.horizon, self.n_arms)), self.K)
         uniforms = g.random(self.horizon)
         return PoolEnvironment(self.info, theta, pool, candidates, uniforms,
                                pool_means(theta, pool, self.link))
@@ -152,7 +181,8 @@ class PoolEnvironment(RoundEnvironment):
         return self.contexts[t]
 
     def pull(self, t: int, index: int) -> tuple[float, float]:
-        return float(self.uniforms[t] < self.means[t, index]), float(self.regrets[t, index])
+        return (float(self.uniforms.item(t) < self.means.item(t, index)),
+                self.regrets.item(t, index))
 
 
 def _build_pool(keys: dict) -> PoolInstance:

@@ -12,14 +12,21 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg.blas import daxpy as axpy
+from scipy.linalg.blas import daxpy
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.linalg import cho_solve, cholesky, solve_lower_t, widths
 from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
-from dpbandits.policies.linear_core import ALPHA, CONVERSION, LinearPolicy, ZCDPMixin
+from dpbandits.policies.linear_core import (
+    ALPHA,
+    CONVERSION,
+    LinearPolicy,
+    ZCDPMixin,
+    factor_draw,
+    factor_solve,
+    ucb_index,
+)
 from dpbandits.privacy.subsampled import (
     EXTENDED_ORDERS,
     PAPER_ORDERS,
@@ -88,10 +95,10 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
     def mean(self, factor: np.ndarray) -> np.ndarray:
         """θ̂: A_τ⁻¹b fixed within the batch (default) or A_t⁻¹b (`mean_gram: current`)."""
         if self.mean_current:
-            return cho_solve(factor, self.b)
+            return factor_solve(factor, self.b)
         if self.dirty:
             # A has not changed since the last batch end, so this factor is that of A_τ.
-            self.theta_hat = cho_solve(factor, self.b)
+            self.theta_hat = factor_solve(factor, self.b)
             self.dirty = False
         return self.theta_hat
 
@@ -99,7 +106,8 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         self.add_to_gram(x)
         offset = t - self.batch_start
         if self.include is None or self.include[offset]:
-            axpy(x, self.s, a=r)  # s ← s + r·x in place
+            if r != 0.0:  # BLAS daxpy returns at once when a = 0
+                daxpy(x, self.s, len(x), r)  # s ← s + r·x in place
             self.in_batch += 1
         if offset + 1 == self.B or t == self.horizon - 1:
             self.release(t)
@@ -224,9 +232,12 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         self.v_now = self.exploration_scale()
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = cholesky(self.A)
+        factor = self.factor()
         theta = self.mean(factor)
-        sample = theta + self.v_now * solve_lower_t(factor, self.explore_normals.next())
+        sample = factor_draw(factor, self.explore_normals.next())
+        if self.v_now != 1.0:  # 1·ξ is ξ: no bit changes
+            sample *= self.v_now
+        sample += theta  # θ̂ + v·ξ
         return int((arms @ sample).argmax())
 
     def record_release(self, t: int) -> None:
@@ -287,6 +298,6 @@ class AdaPrivateUCB(BatchedPrivatePolicy):
         self.alpha = float(self.params["alpha"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = cholesky(self.A)
+        factor = self.factor()
         theta = self.mean(factor)
-        return int((arms @ theta + self.alpha * widths(factor, arms)).argmax())
+        return ucb_index(arms, theta, factor, self.alpha)

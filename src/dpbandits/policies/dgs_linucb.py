@@ -13,9 +13,17 @@ import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import Environment, ProblemInfo
-from dpbandits.linalg import cho_solve, cholesky, lambda_min, widths
 from dpbandits.params import Declaration
-from dpbandits.policies.linear_core import ALPHA, CONVERSION, LinearPolicy, ZCDPMixin
+from dpbandits.policies.linear_core import (
+    ALPHA,
+    CONVERSION,
+    LinearPolicy,
+    ZCDPMixin,
+    add_reward,
+    factor_solve,
+    smallest_eigenvalue,
+    ucb_index,
+)
 
 
 class DGSLinUCB(ZCDPMixin, LinearPolicy):
@@ -43,15 +51,15 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
 
     def sigma_at(self) -> float:
         """σ_t = √(T/(2ρ))/λ_min(A_t)."""
-        return self.scale / lambda_min(self.A)
+        return self.scale / smallest_eigenvalue(self.A)
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         """One release per round t: a replay asking again at the same t reuses θ̃_t."""
-        factor = cholesky(self.A)
+        factor = self.factor()
         if self.released is None or self.released[0] != t:
-            theta_hat = cho_solve(factor, self.b)
+            theta_hat = factor_solve(factor, self.b)
             if self.noise.exact:
-                sensitivity = 1.0 / lambda_min(self.A)
+                sensitivity = 1.0 / smallest_eigenvalue(self.A)
                 self.last_sigma = self.calibrate_release(sensitivity * self.scale, sensitivity)
                 noisy = self.gaussian_release(theta_hat, self.last_sigma)
             else:
@@ -60,11 +68,11 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
             self.released = (t, noisy)
             self.releases += 1
         theta = self.released[1]
-        return int((arms @ theta + self.alpha * widths(factor, arms)).argmax())
+        return ucb_index(arms, theta, factor, self.alpha)
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)
-        self.b += r * x
+        add_reward(self.b, x, r)
 
     def finish(self) -> None:
         """T releases of ρ/T each: sequential composition gives ρ (the ledger adds the ρ's)."""

@@ -11,7 +11,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
 from dpbandits.contract import ProblemInfo
-from dpbandits.glm import quad_forms, secular_root, sherman_morrison
+from dpbandits.glm import eigh_lower, quad_forms, secular_root, sherman_morrison
 from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies._glm_common import (
     confidence_delta,
@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 PROJ_LAMBDA_MAX = 1000.0
 INSIDE_TOL = 1e-3
+# Relative slack of the test that no iterate of an online step can reach the ellipsoid's
+# boundary; floating-point error in the quantities it bounds is below 1e-14 relative.
+_BOUND_SLACK = 1e-8
 
 
 def ecolog_step_size(diam: float) -> float:
@@ -88,6 +91,10 @@ class ECOLog(Policy):
         self.cum = 0.0
         self.n = 1
         self.step_size = ecolog_step_size(self.diam)
+        # (α_j, β_j) of an online step j iterations after a projection (or the start): the
+        # iterate is α_j·p + β_j·z₀ + s_j·a, with α, β independent of the data
+        self._alphas, self._betas = [1.0], [0.0]
+        self._alpha_arr, self._beta_arr = np.ones(1), np.zeros(1)
         self.clamp_events = 0
         self.sensitivity_violations = 0
         self.projections = 0
@@ -102,24 +109,28 @@ class ECOLog(Policy):
                 return 0
             rad2 = 0.0
         ucb = expit(arms @ self.theta) + math.sqrt(rad2) * np.sqrt(quad_forms(arms, self.V_inv))
-        return int(np.argmax(ucb))
+        return int(ucb.argmax())
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Two online steps, the Ṽ update and the cumulative-loss term."""
         self.n += 1
-        eigs, Q = np.linalg.eigh(self.V)
+        eigs, Q = eigh_lower(self.V)
         root = np.sqrt(eigs)
         iters = ecolog_iterations(self.diam, self.n)
         a = (Q.T @ x) / root
-        theta = self._online_step(Q, eigs, root, a, self.theta, r, iters, bar=False)
-        theta_bar = self._online_step(Q, eigs, root, a, theta, r, iters, bar=True)
+        shared = _step_constants(eigs, a)
+        theta = self._online_step(Q, eigs, root, a, self.theta, r, iters, bar=False,
+                                  shared=shared)
+        theta_bar = self._online_step(Q, eigs, root, a, theta, r, iters, bar=True, shared=shared)
         diff = theta - theta_bar
         disc = math.sqrt(max(float(diff @ self.V @ diff), 0.0))
         z, z_bar = float(x @ theta), float(x @ theta_bar)
-        s = float(expit(z) * (1.0 - expit(z)))
-        self.V += s * np.outer(x, x)
+        p = expit(z)
+        s = float(p * (1.0 - p))
+        self.V += s * (x[:, None] * x)
         sherman_morrison(self.V_inv, x, s)
-        s_bar = float(expit(z_bar) * (1.0 - expit(z_bar)))
+        p_bar = expit(z_bar)
+        s_bar = float(p_bar * (1.0 - p_bar))
         if s_bar > 2.0 * s:
             if self.sensitivity_violations == 0:
                 log.warning("ECOLog: σ̇(xᵀθ̄)/σ̇(xᵀθ) > 2 at round %d (counted)", t)
@@ -137,23 +148,31 @@ class ECOLog(Policy):
         r: float,
         iters: int,
         bar: bool,
+        shared: tuple[np.ndarray, np.ndarray, float, float] | None = None,
     ) -> np.ndarray:
         """Projected gradient descent in whitened coordinates, in Ṽ's eigenbasis.
 
         Iterates z ← ProjEll(z − η(z − z₀ + c(z)·a)). Between projections every iterate lies in
         the span of the last projected point p, z₀ and a, so it is carried as coefficients
         (α, β, s) of z = αp + βz₀ + s·a with the needed inner products precomputed; a vector
-        is formed only when a projection is due.
+        is formed only when a projection is due. When no iterate can reach the boundary (see
+        `_inside_throughout`) only the scalar recursion of s runs; α, β follow a fixed sequence.
+        `shared` = `_step_constants(eigs, a)`, the same for both steps of a round.
         """
         z0 = root * (Q.T @ theta_c)
-        inv_eigs = 1.0 / eigs
+        inv_eigs, wa, Da, Gaa = _step_constants(eigs, a) if shared is None else shared
         eta = self.step_size
         keep = 1.0 - eta
         target = self.S * self.S
         limit = target + INSIDE_TOL
-        wa = inv_eigs * a
-        D0, Da = float(z0 @ a), float(a @ a)
-        G00, G0a, Gaa = float(z0 @ (inv_eigs * z0)), float(z0 @ wa), float(a @ wa)
+        D0 = float(z0 @ a)
+        G00, G0a = float(z0 @ (inv_eigs * z0)), float(z0 @ wa)
+        if self._inside_throughout(eigs, G00, G0a, Gaa, r, limit):
+            alphas, betas = self._coefficients(iters)
+            bases = self._alpha_arr[:iters] * D0 + self._beta_arr[:iters] * D0
+            s = _scalar_recursion(bases.tolist(), Da, keep, eta, r, bar)
+            z = alphas[iters] * z0 + betas[iters] * z0 + s * a
+            return Q @ (z / root)
         p = z0
         Dp, Gpp, Gp0, Gpa = D0, G00, G00, G0a
         alpha, beta, s = 1.0, 0.0, 0.0
@@ -184,12 +203,72 @@ class ECOLog(Policy):
         z = alpha * p + beta * z0 + s * a
         return Q @ (z / root)
 
+    def _coefficients(self, iters: int) -> tuple[list[float], list[float]]:
+        """(α_j, β_j) for j = 0 … iters: α ← (1 − η)α, β ← (1 − η)β + η from (1, 0)."""
+        alphas, betas = self._alphas, self._betas
+        keep, eta = 1.0 - self.step_size, self.step_size
+        if len(alphas) <= iters:
+            while len(alphas) <= iters:
+                alphas.append(keep * alphas[-1])
+                betas.append(keep * betas[-1] + eta)
+            self._alpha_arr, self._beta_arr = np.array(alphas), np.array(betas)
+        return alphas, betas
+
+    def _inside_throughout(
+        self, eigs: np.ndarray, G00: float, G0a: float, Gaa: float, r: float, limit: float
+    ) -> bool:
+        """Whether no iterate z = α_j z₀ + β_j z₀ + s_j a of a step started at z₀ can reach
+        ‖z‖²_{Ṽ⁻¹} ≥ limit, so that no projection test can fire.
+
+        α_j + β_j = 1 and, every gradient coefficient lying in [−1, 1] (r ∈ [0, 1]),
+        |s_j| ≤ η Σᵢ |1 − η|ⁱ ≤ η/(1 − |1 − η|); hence ‖z‖ ≤ ‖z₀‖ + η/(1 − |1 − η|)·‖a‖ in the
+        Ṽ⁻¹-norm, compared with a relative slack far above the rounding error of the computed
+        test value.
+        """
+        eta = self.step_size
+        if not (0.0 < eta < 2.0 and eigs[0] > 0.0 and 0.0 <= r <= 1.0 and G00 >= 0.0
+                and Gaa >= 0.0):
+            return False
+        if not abs(G0a) <= math.sqrt(G00 * Gaa) * (1.0 + _BOUND_SLACK):
+            return False
+        s_max = eta / (1.0 - abs(1.0 - eta))
+        bound = (math.sqrt(G00) + s_max * math.sqrt(Gaa)) * (1.0 + _BOUND_SLACK)
+        return bound * bound < limit
+
     def diagnostics(self) -> dict[str, float]:
         return {
             "clamp_events": float(self.clamp_events),
             "sensitivity_violations": float(self.sensitivity_violations),
             "projections": float(self.projections),
         }
+
+
+def _step_constants(eigs: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, float]:
+    """(1/e, a/e, aᵀa, aᵀ(a/e)) for the eigenvalues e of Ṽ: what both online steps share."""
+    inv_eigs = 1.0 / eigs
+    wa = inv_eigs * a
+    return inv_eigs, wa, float(a @ a), float(a @ wa)
+
+
+def _scalar_recursion(
+    bases: list[float], Da: float, keep: float, eta: float, r: float, bar: bool
+) -> float:
+    """s after the iterations of an online step that projects nowhere: with vⱼ = bases[j] + s·Da,
+    s ← (1 − η)s − η·c(vⱼ), c = 2σ(v) − 1 (θ̄ step) or σ(v) − r, the same operations as the
+    general loop of `ECOLog._online_step`."""
+    s = 0.0
+    exp = math.exp
+    if bar:
+        for base in bases:
+            v = base + s * Da
+            prob = 1.0 / (1.0 + exp(-v)) if v > -700.0 else 0.0
+            s = keep * s - eta * (2.0 * prob - 1.0)
+    else:
+        for base in bases:
+            v = base + s * Da
+            prob = 1.0 / (1.0 + exp(-v)) if v > -700.0 else 0.0
+            s = keep * s - eta * (prob - r)
+    return s
 
 
 def _bounded_multiplier(weights: np.ndarray, eigs: np.ndarray, target: float) -> float:

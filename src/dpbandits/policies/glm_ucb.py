@@ -110,12 +110,12 @@ class GLMUCB(Policy):
         ucb = self.link.mean(arms @ self.theta_tilde) + scale * np.sqrt(
             quad_forms(arms, self.V_inv)
         )
-        return int(np.argmax(ucb))
+        return int(ucb.argmax())
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started."""
         self.data.add(x, r)
-        self.V += np.outer(x, x)
+        self.V += x[:, None] * x
         sherman_morrison(self.V_inv, x)
         if self.solver == "newton":
             theta, _ = self.data.solve(self.theta_hat)

@@ -70,8 +70,19 @@ class GLOC(Policy):
         self.V_inv = np.eye(d) / self.lam0
         self.theta = np.zeros(d)
         self.z = np.zeros(d)
-        self.theta_hat = np.zeros(d)
+        self._theta_hat: np.ndarray | None = np.zeros(d)
         self.B = gloc_b0(self.c_mu, self.S, self.lam0)
+
+    @property
+    def theta_hat(self) -> np.ndarray:
+        """θ̂ = V⁻¹z (Jun et al. 2017), the centre of the paper's confidence set, on demand."""
+        if self._theta_hat is None:
+            self._theta_hat = self.V_inv @ self.z
+        return self._theta_hat
+
+    @theta_hat.setter
+    def theta_hat(self, value: np.ndarray) -> None:
+        self._theta_hat = value
 
     def radius(self) -> float:
         return math.sqrt(gloc_radius_sq(self.B, self.c_mu, self.scale, self.conf_delta, self.paper))
@@ -80,18 +91,18 @@ class GLOC(Policy):
         """First argmax of the optimistic index."""
         bonus = self.radius() * np.sqrt(quad_forms(arms, self.V_inv))
         if self.paper:
-            return int(np.argmax(arms @ self.theta_hat + bonus))
-        return int(np.argmax(self.link.mean(arms @ self.theta) + bonus))
+            return int((arms @ self.theta_hat + bonus).argmax())
+        return int((self.link.mean(arms @ self.theta) + bonus).argmax())
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """V⁻¹, V, B, z, θ̂ and the ONS step, in the reference code's order."""
+        """V⁻¹, V, B, z and the ONS step, in the reference code's order (θ̂ = V⁻¹z on demand)."""
         sherman_morrison(self.V_inv, x)
-        self.V += np.outer(x, x)
+        self.V += x[:, None] * x
         xtheta = float(x @ self.theta)
         g = (float(self.link.mean(np.array(xtheta))) - r) * x
         self.B += (0.5 / self.c_mu) * float(g @ self.V_inv @ g)
         self.z += xtheta * x
-        self.theta_hat = self.V_inv @ self.z
+        self._theta_hat = None
         u = self.theta - (self.V_inv @ g) / self.c_mu
         if self.paper:
             self.theta = project_ball_metric(u, self.V, self.S)

@@ -16,9 +16,14 @@ from scipy.linalg import lapack
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, ProblemInfo
-from dpbandits.linalg import cho_solve, widths
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import ALPHA, LinearPolicy
+from dpbandits.policies.linear_core import (
+    ALPHA,
+    SNAP_LIMIT,
+    LinearPolicy,
+    factor_solve,
+    ucb_index,
+)
 from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
 
 L_TILDE = math.sqrt(2.0)
@@ -78,6 +83,13 @@ class JDPLinUCB(LinearPolicy):
         self.released_sum = np.zeros((self.d + 1, self.d + 1))  # prefix sum + tree noise
         self.node_noise: dict[int, np.ndarray] = {}
         self.base = (self.lam + 2.0 * self.upsilon) * np.eye(self.d)
+        self.lam_theta0 = self.lam * self.theta0
+        self.z = np.empty(self.d + 1)  # [x; r] of the current leaf
+        self.leaf = np.empty((self.d + 1, self.d + 1))
+        self.v_work = np.empty((self.d, self.d), order="F")  # V_t, then its factor
+        exact = self.tree.exact and self.tree.sigma_node > 0
+        self.leaf_grid = self.noise.grid(self.tree.sigma_node) if exact else 0.0
+        self.current: tuple[int, np.ndarray, np.ndarray, bool] | None = None
 
     @property
     def cover(self) -> set[int]:
@@ -106,22 +118,44 @@ class JDPLinUCB(LinearPolicy):
         """(V_t, u_t) = (λI + 2ΥI + Ñ[:d, :d], Ñ[:d, d] + λθ₀) from the tree release."""
         d = self.d
         v = np.asfortranarray(self.base + self.released_sum[:d, :d])
-        return v, self.released_sum[:d, d] + self.lam * self.theta0
+        return v, self.released_sum[:d, d] + self.lam_theta0
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        v, u = self.released()
-        factor, info = lapack.dpotrf(v, lower=1, clean=0)
-        if info != 0:
+        current = self.current
+        if current is None or current[0] != self.tree.count:
+            current = self.current = (self.tree.count, *self.estimate())
+        _, factor, theta, floored = current
+        if floored:  # counted on every query of a floored release, replays included
             self.floor_events += 1
+        return ucb_index(arms, theta, factor, self.alpha)
+
+    def estimate(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(factor of V_t, θ̂_t = V_t⁻¹u_t, whether V_t was floored), once per release."""
+        d = self.d
+        # V_t as `released` builds it, factorised in place in a work array
+        v = np.add(self.base, self.released_sum[:d, :d], out=self.v_work)
+        factor, info = lapack.dpotrf(v, 1, 0, 1)
+        floored = info != 0
+        if floored:
+            v = self.released()[0]
             vals, vecs = np.linalg.eigh(v)
             v = np.asfortranarray((vecs * np.maximum(vals, EIGEN_FLOOR)) @ vecs.T)
             factor, info = lapack.dpotrf(v, lower=1, clean=0)
-        theta = cho_solve(factor, u)
-        return int((arms @ theta + self.alpha * widths(factor, arms)).argmax())
+        return factor, factor_solve(factor, self.released_sum[:d, d] + self.lam_theta0), floored
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        z = np.append(x, r)
-        self.released_sum += self.tree.snap(np.outer(z, z))
+        z, leaf, grid = self.z, self.leaf, self.leaf_grid
+        z[:-1] = x
+        z[-1] = r
+        np.multiply(z[:, None], z[None, :], out=leaf)  # np.outer(z, z)
+        top = np.abs(z).max()
+        if grid and top * top < SNAP_LIMIT * grid:  # the tree's snap, grid found once
+            leaf /= grid
+            np.rint(leaf, out=leaf)
+            leaf *= grid
+            self.released_sum += leaf
+        else:
+            self.released_sum += self.tree.snap(leaf)
         self.tree.update(None)
         self.advance_noise()
 

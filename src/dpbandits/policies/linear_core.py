@@ -1,17 +1,23 @@
 """Shared machinery of the AdaPrivate-TS paper's linear policies (docs/ts.md, "Shared machinery").
 
 Ridge statistics A = λI + Σ x xᵀ (lower triangle kept, rank-one BLAS updates) and b = λθ₀ + …;
-every round A is factorised afresh (A = LLᵀ, O(d³/3), no inverse formed), so TS draws
+A is factorised afresh whenever it changed (A = LLᵀ, O(d³/3), no inverse formed), so TS draws
 ξ = v·L⁻ᵀz ~ N(0, v²A⁻¹) and widths ‖x‖_{A⁻¹} = ‖L⁻¹x‖ cost a triangular solve each.
 Features are clipped to the unit ball and rewards to [0, 1] before any statistic uses them.
+
+The LAPACK/BLAS helpers below make the same calls as `dpbandits.linalg` with positional
+arguments (f2py's keyword parsing costs more than a d = 20 solve), so results are bit for bit
+those of `linalg`; the exact-noise helpers give bit for bit what `ExactNoise.snap`/`gaussian`
+and `inflate_for_snapping` give (tests/policies/test_linear_core.py checks both).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import blas
+from scipy.linalg import blas, lapack
 
 from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
@@ -19,10 +25,117 @@ from dpbandits.linalg import symmetric
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.clipping import clip_arms, clip_reward, clip_table
-from dpbandits.privacy.exact_noise import inflate_for_snapping, noise_for
+from dpbandits.privacy.exact_noise import (
+    Noise,
+    discrete_gaussian,
+    inflate_for_snapping,
+    noise_for,
+)
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
 
 ZCDP_CONVERSIONS = ("classic", "tight")
+SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)
+INFLATE_STEPS = 200  # as inflate_for_snapping; on no convergence it is called to raise
+MEMO_SIZE = 4096  # calibrations remembered per policy (a memo, cleared when full)
+
+_dpotrf, _dpotrs, _dtrtrs = lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs
+_dsyevx, _dsyr, _dtrsm = lapack.dsyevx, blas.dsyr, blas.dtrsm
+
+
+def factorise(a: np.ndarray) -> np.ndarray:
+    """Lower Cholesky factor from the lower triangle of A (as `linalg.cholesky`)."""
+    factor, info = _dpotrf(a, 1, 0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky failed (info = {info})")
+    return factor
+
+
+def factor_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """A⁻¹b from the lower Cholesky factor of A (as `linalg.cho_solve`)."""
+    out, info = _dpotrs(factor, b, 1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky solve failed (info = {info})")
+    return out
+
+
+def factor_draw(factor: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """L⁻ᵀz, a draw from N(0, A⁻¹) for z ~ N(0, I) (as `linalg.solve_lower_t`)."""
+    out, info = _dtrtrs(factor, z, 1, 1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular solve failed (info = {info})")
+    return out
+
+
+def arm_widths(factor: np.ndarray, arms: np.ndarray) -> np.ndarray:
+    """‖x‖_{A⁻¹} = ‖L⁻¹x‖ for every row x of `arms` (as `linalg.widths`)."""
+    w = _dtrsm(1.0, factor, arms.T, 0, 1)
+    return np.sqrt(np.einsum("ij,ij->j", w, w))
+
+
+def ucb_index(arms: np.ndarray, theta: np.ndarray, factor: np.ndarray, scale: float) -> int:
+    """argmax of xᵀθ + scale·‖x‖_{A⁻¹}, bit for bit `(arms @ θ + scale * widths).argmax()`."""
+    scores = arm_widths(factor, arms)
+    if scale != 1.0:  # 1·w is w: no bit changes
+        scores *= scale
+    scores += arms @ theta
+    return int(scores.argmax())
+
+
+def smallest_eigenvalue(a_lower: np.ndarray) -> float:
+    """λ_min of the symmetric matrix with this lower triangle (as `linalg.lambda_min`)."""
+    w, _, _, _, info = _dsyevx(a_lower, 0, "I", 1, 0.0, 1.0, 1, 1)  # vl, vu unused: defaults
+    if info != 0:
+        raise np.linalg.LinAlgError(f"eigenvalue computation failed (info = {info})")
+    return float(w[0])
+
+
+def log_det_of(factor: np.ndarray) -> float:
+    """ln det A = 2 Σ ln L_ii (as `linalg.log_det`)."""
+    return 2.0 * float(np.log(factor.diagonal()).sum())
+
+
+def add_reward(b: np.ndarray, x: np.ndarray, r: float) -> None:
+    """b ← b + r·x in place, bit for bit numpy's `b += r * x` (r = 1: 1·x is x itself)."""
+    if r == 1.0:
+        b += x
+    else:
+        b += r * x
+
+
+def snapped_release(noise: Noise, value: Any, sigma: float) -> np.ndarray:
+    """`noise.snap(value, σ) + noise.gaussian(σ, shape)` of exact noise, the grid γ found once."""
+    gamma = noise.grid(sigma)
+    v = np.asarray(value, dtype=float)
+    if v.ndim and v.size and np.abs(v).max() < SNAP_LIMIT * gamma:  # else huge, non-finite
+        snapped = v / gamma
+        np.rint(snapped, out=snapped)
+        snapped *= gamma
+        return snapped + gamma * discrete_gaussian(noise.rng, math.ceil(sigma / gamma), v.shape)
+    return noise.snap(v, sigma) + noise.gaussian(sigma, v.shape)
+
+
+def inflate_exact(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
+    """`inflate_for_snapping(noise, σ, Δ, dim)`, its Fraction tests done on integers."""
+    # The same candidates σ′ in the same order: accept the first with σ′Δ ≥ σ(Δ + γ(σ′)r),
+    # r the float above √dim; else go to the float above σ(Δ + γr)/Δ, which int / int rounds
+    # correctly, as Fraction.__float__ does.
+    sigma, sensitivity = float(sigma), float(sensitivity)
+    if (not noise.exact or not 0 < sensitivity < math.inf or not 0 < sigma < math.inf):
+        return inflate_for_snapping(noise, sigma, sensitivity, dim)
+    sn, sd = sigma.as_integer_ratio()
+    dn, dd = sensitivity.as_integer_ratio()
+    rn, rd = math.nextafter(math.sqrt(dim), math.inf).as_integer_ratio()
+    value = noise.effective_sigma(sigma)
+    for _ in range(INFLATE_STEPS):
+        gn, gd = noise.grid(value).as_integer_ratio()
+        # σ(Δ + γr)/Δ = num/den
+        num = sn * dd * (dn * gd * rd + gn * rn * dd)
+        den = sd * dn * dd * gd * rd
+        vn, vd = value.as_integer_ratio()
+        if vn * den >= num * vd:
+            return value
+        value = noise.effective_sigma(math.nextafter(num / den, math.inf))
+    return inflate_for_snapping(noise, sigma, sensitivity, dim)
 
 
 class AnyFamily(tuple):
@@ -106,6 +219,10 @@ class LinearPolicy(Policy):
         """A = λI, b = λθ₀, then the subclass state."""
         self.A = np.asfortranarray(self.lam * np.eye(self.d))
         self.b = self.lam * self.theta0
+        self.gram_version = 0  # counts the rank-one updates of A
+        self._factor: tuple[int, np.ndarray] | None = None
+        self._mean: tuple[int, np.ndarray] | None = None
+        self._calibrated: dict[tuple[float, float], float] = {}
         block = min(self.horizon, 10_000)
         self.explore_normals = NormalStream(self.explore_rng, self.d, block)
         self.noise_normals = NormalStream(self.noise_rng, self.d, block)
@@ -131,7 +248,22 @@ class LinearPolicy(Policy):
 
     def add_to_gram(self, x: np.ndarray) -> None:
         """A ← A + x xᵀ (lower triangle, BLAS dsyr in place)."""
-        blas.dsyr(1.0, x, lower=1, a=self.A, overwrite_a=1)
+        _dsyr(1.0, x, 1, 1, 0, len(x), self.A, 1)
+        self.gram_version += 1
+
+    def factor(self) -> np.ndarray:
+        """Lower Cholesky factor of the current A, computed once per change of A."""
+        cached = self._factor
+        if cached is None or cached[0] != self.gram_version:
+            cached = self._factor = (self.gram_version, factorise(self.A))
+        return cached[1]
+
+    def ridge_mean(self) -> np.ndarray:
+        """A⁻¹b, once per change of A, for policies that change b only with A (in `observe`)."""
+        cached = self._mean
+        if cached is None or cached[0] != self.gram_version:
+            cached = self._mean = (self.gram_version, factor_solve(self.factor(), self.b))
+        return cached[1]
 
     def gaussian_release(self, value: np.ndarray, sigma: float) -> np.ndarray:
         """value + noise of scale σ: exact discrete noise on the snapped value (strict) or
@@ -139,7 +271,7 @@ class LinearPolicy(Policy):
         if self.noise.exact:
             if sigma == 0:  # no noise at all (limit checks)
                 return np.asarray(value, dtype=float)
-            return self.noise.snap(value, sigma) + self.noise.gaussian(sigma, np.shape(value))
+            return snapped_release(self.noise, value, sigma)
         return value + sigma * self.noise_rng.standard_normal(np.shape(value))
 
     def calibrate_release(self, sigma: float, sensitivity: float) -> float:
@@ -147,7 +279,14 @@ class LinearPolicy(Policy):
         unchanged in paper mode, raised for the grid rounding of exact noise (strict)."""
         if sigma == 0:  # no noise at all (limit checks)
             return 0.0
-        return inflate_for_snapping(self.noise, sigma, sensitivity, self.d)
+        key = (sigma, sensitivity)
+        value = self._calibrated.get(key)
+        if value is None:
+            if len(self._calibrated) >= MEMO_SIZE:
+                self._calibrated.clear()
+            value = self._calibrated[key] = inflate_exact(self.noise, sigma, sensitivity,
+                                                          self.d)
+        return value
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         raise NotImplementedError

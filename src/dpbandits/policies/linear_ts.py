@@ -6,9 +6,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from dpbandits.linalg import cho_solve, cholesky, solve_lower_t, widths
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import ALPHA, LinearPolicy
+from dpbandits.policies.linear_core import (
+    ALPHA,
+    LinearPolicy,
+    add_reward,
+    factor_draw,
+    ucb_index,
+)
 
 
 class LinUCB(LinearPolicy):
@@ -22,13 +27,12 @@ class LinUCB(LinearPolicy):
         self.alpha = float(self.params["alpha"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = cholesky(self.A)
-        theta = cho_solve(factor, self.b)
-        return int((arms @ theta + self.alpha * widths(factor, arms)).argmax())
+        theta = self.ridge_mean()
+        return ucb_index(arms, theta, self.factor(), self.alpha)
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)
-        self.b += r * x
+        add_reward(self.b, x, r)
 
 
 class LinTS(LinearPolicy):
@@ -42,12 +46,13 @@ class LinTS(LinearPolicy):
         self.v = float(self.params["v"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = cholesky(self.A)
-        theta = cho_solve(factor, self.b)
-        z = self.explore_normals.next()
-        sample = theta + self.v * solve_lower_t(factor, z)
+        theta = self.ridge_mean()
+        sample = factor_draw(self.factor(), self.explore_normals.next())
+        if self.v != 1.0:  # 1·ξ is ξ: no bit changes
+            sample *= self.v
+        sample += theta  # θ + v·ξ
         return int((arms @ sample).argmax())
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)
-        self.b += r * x
+        add_reward(self.b, x, r)

@@ -143,6 +143,10 @@ class RSGLinUCB(Policy):
         self.aliased = False
         self.max_logdet_cur = logdet(self.H_cur)
         self.max_logdet_prev = logdet(self.H_prev)
+        # ln det of H_cur and of H_prev as last computed; None once the matrix has changed
+        self._logdet_cur: float | None = None
+        self._logdet_prev: float | None = None
+        self._log_dbl = math.log(1.0 + self.c_dbl)
         self.theta_w = np.zeros(d)
         self.theta_tau = np.zeros(d)
         self.stats = SolverStats()
@@ -202,15 +206,29 @@ class RSGLinUCB(Policy):
     def _prev_inv(self) -> np.ndarray:
         return self.H_cur_inv if self.aliased else self.H_prev_inv
 
+    def _logdet_h_cur(self) -> float:
+        """ln det H_cur, computed once per change of H_cur."""
+        if self._logdet_cur is None:
+            self._logdet_cur = logdet(self.H_cur)
+        return self._logdet_cur
+
+    def _logdet_h_prev(self) -> float:
+        """ln det H_prev (H_cur when aliased), computed once per change of the matrix."""
+        if self.aliased:
+            return self._logdet_h_cur()
+        if self._logdet_prev is None:
+            self._logdet_prev = logdet(self.H_prev)
+        return self._logdet_prev
+
     def _switch_due(self) -> bool:
         """Criterion II: det(H_cur) ≥ (1 + c)·det(H_prev), in the variant's form."""
         H_prev = self.H_cur if self.aliased else self.H_prev
         if self.det_switch:
             lhs, rhs = np.linalg.det(self.H_cur), (1.0 + self.c_dbl) * np.linalg.det(H_prev)
         elif self.running_max_logdet:
-            lhs, rhs = self.max_logdet_cur, math.log(1.0 + self.c_dbl) + self.max_logdet_prev
+            lhs, rhs = self.max_logdet_cur, self._log_dbl + self.max_logdet_prev
         else:
-            lhs, rhs = logdet(self.H_cur), math.log(1.0 + self.c_dbl) + logdet(H_prev)
+            lhs, rhs = self._logdet_h_cur(), self._log_dbl + self._logdet_h_prev()
         return bool(lhs > rhs) if self.strict_switch else bool(lhs >= rhs)
 
     def _fit(self, data: GrowingNewton, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
@@ -225,11 +243,11 @@ class RSGLinUCB(Policy):
     def select(self, t: int, arms: np.ndarray) -> int:
         """Warm-up, switch check with θ_τ refit, elimination, optimistic choice."""
         m = quad_forms(arms, self.V_inv)
-        if np.any(m > self.thr_w):
-            a = int(np.argmax(m))
+        if (m > self.thr_w).any():
+            a = int(m.argmax())
             x = arms[a]
             w = 1.0 if self.exact_V_update else 1.0 / (1.0 + float(m[a]))
-            self.V += w * np.outer(x, x)
+            self.V += w * (x[:, None] * x)
             sherman_morrison(self.V_inv, x, w)
             self.warmup_flag = True
             self.warmup_rounds.append(t)
@@ -239,14 +257,14 @@ class RSGLinUCB(Policy):
             self._switch(t)
         c = arms @ self.theta_w
         w = self.width * np.sqrt(m)
-        keep = c + w >= np.max(c - w)
+        keep = c + w >= (c - w).max()
         if self.ucb_centre == "mean":
             centre = (self.theta_w + self.theta_tau) / 2
         else:
             centre = self.theta_tau
         index = arms @ centre + self.beta * np.sqrt(quad_forms(arms, self._prev_inv()))
         index[~keep] = -np.inf
-        return int(np.argmax(index))
+        return int(index.argmax())
 
     def _switch(self, t: int) -> None:
         """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data."""
@@ -256,7 +274,8 @@ class RSGLinUCB(Policy):
         else:
             self.H_prev = self.H_cur.copy()
             self.H_prev_inv = self.H_cur_inv.copy()
-        self.max_logdet_prev = max(self.max_logdet_prev, logdet(self.H_cur))
+            self._logdet_prev = None
+        self.max_logdet_prev = max(self.max_logdet_prev, self._logdet_h_cur())
         if self.Z_tau.n > 0:
             theta, success = self._fit(self.Z_tau, self.theta_tau)
             self.fits_tau += 1
@@ -277,10 +296,11 @@ class RSGLinUCB(Policy):
         self.Z_tau.add(x, r)
         s = float(self.link.dot(np.array(float(x @ self.theta_w))))
         weight = s / math.e if self.h_divide_e else s
-        self.H_cur += weight * np.outer(x, x)
+        self.H_cur += weight * (x[:, None] * x)
         sherman_morrison(self.H_cur_inv, x, weight)
+        self._logdet_cur = None
         if self.running_max_logdet:
-            self.max_logdet_cur = max(self.max_logdet_cur, logdet(self.H_cur))
+            self.max_logdet_cur = max(self.max_logdet_cur, self._logdet_h_cur())
 
     def events(self) -> dict[str, np.ndarray]:
         return {

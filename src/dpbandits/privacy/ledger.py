@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from dpbandits.errors import ConfigError, PrivacyBudgetError
 
@@ -173,7 +173,7 @@ class PrivacyLedger:
                 "delta_spent": delta,
                 "breaches": self.breaches,
                 "claim": self.claim,
-                "entries": [asdict(e) for e in self.entries],
+                "entries": [dict(vars(e)) for e in self.entries],  # scalar fields only
             },
             sort_keys=True,
         )

@@ -1,0 +1,89 @@
+"""Wall time, CPU time and shard compute of a whole `snakemake` run (paper scale or smoke).
+
+Runs `snakemake --profile workflow/profiles/default --cores N` from scratch into a temporary
+folder (a config overlay sets `results:` and `paper:` there), then reports: wall seconds, CPU
+seconds of all processes, shard compute (the trials' own wall time, summed over every shard),
+compute ÷ wall (how busy the cores were with simulation rather than start-up and scheduling,
+≤ N) and the jobs run, per experiment and in total, with the CPU model. Writes
+benchmarks/results/bench_reproduce_<scale>.csv.
+
+    .venv/bin/python benchmarks/bench_reproduce.py [--scale paper|smoke] [--cores 2]
+        [--experiments glm_table2 ...]     (default: the default target, every synthetic one)
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import h5py
+from machine import RESULTS, cpu_model, machine_line, write_rows
+
+REPO = Path(__file__).parents[1]
+CONFIGS = {"paper": REPO / "config" / "config.yaml", "smoke": REPO / "config" / "smoke.yaml"}
+
+
+def shard_compute(results: Path) -> dict[str, tuple[int, float]]:
+    """Per experiment: (shards, Σ of the trials' wall seconds)."""
+    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for path in results.glob("*/shards/**/*.h5"):
+        with h5py.File(path, "r") as handle:
+            entry = out[path.relative_to(results).parts[0]]
+            entry[0] += 1
+            entry[1] += float(handle["wall_time"][()].sum())
+    return {name: (int(n), s) for name, (n, s) in sorted(out.items())}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", choices=sorted(CONFIGS), default="paper")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--experiments", nargs="+", default=[],
+                        help="run only these experiments' summaries (default: everything)")
+    args = parser.parse_args()
+    print(machine_line(), flush=True)
+    with tempfile.TemporaryDirectory(prefix="dpb-bench-") as tmp:
+        work = Path(tmp)
+        overlay = work / "bench.yaml"
+        overlay.write_text(f"base: {CONFIGS[args.scale]}\nresults: {work}/results\n"
+                           f"paper: {work}/paper\n")
+        command = [str(Path(sys.executable).parent / "snakemake"), "--profile",
+                   str(REPO / "workflow" / "profiles" / "default"), "--cores", str(args.cores),
+                   *(f"{work}/results/{name}/summary.csv" for name in args.experiments),
+                   "--configfile", str(overlay)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            sys.exit(f"snakemake failed:\n{proc.stderr[-3000:]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        compute = shard_compute(work / "results")
+    total_shards = sum(n for n, _ in compute.values())
+    total_compute = sum(s for _, s in compute.values())
+    print(f"{args.scale} scale, --cores {args.cores}: {wall:.1f} s wall, {cpu:.1f} CPU-s, "
+          f"{total_shards} shards, shard compute {total_compute:.1f} s, "
+          f"compute/wall {total_compute / wall:.2f}")
+    model = cpu_model()
+    scope = "+".join(args.experiments) or "(all)"
+    rows = [{"cpu": model, "scale": args.scale, "cores": args.cores, "experiment": name,
+             "shards": n, "shard_compute_s": round(s, 2)} for name, (n, s) in compute.items()]
+    rows.append({"cpu": model, "scale": args.scale, "cores": args.cores, "experiment": scope,
+                 "shards": total_shards, "shard_compute_s": round(total_compute, 2),
+                 "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                 "compute_over_wall": round(total_compute / wall, 3)})
+    for row in rows[:-1]:
+        row.update(wall_s="", cpu_s="", compute_over_wall="")
+    suffix = f"_{scope}" if args.experiments else ""
+    write_rows(RESULTS / f"bench_reproduce_{args.scale}{suffix}.csv", rows)
+
+
+if __name__ == "__main__":
+    main()
