@@ -2,29 +2,33 @@
 PYTHON ?= python3
 VENV ?= .venv
 CORES ?= 2
+SCALE ?= paper
+CONFIG_paper := config/config.yaml
+CONFIG_smoke := config/smoke.yaml
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 .PHONY: reproduce realdata smoke test lint bench clean
 
-$(STAMP): pyproject.toml setup.py src/dpbandits/privacy/_exact.c
+$(STAMP): pyproject.toml setup.py src/dpbandits/privacy/_exact.c src/dpbandits/instances/_ball.c
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[workflow,test]"
 	touch $@
 
-## reproduce: every synthetic experiment of the three papers at paper scale
+## reproduce: every synthetic experiment of the three papers at paper scale (SCALE=smoke: tiny)
 reproduce: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES)
+	@test -n "$(CONFIG_$(SCALE))" || { echo "SCALE=$(SCALE) is not allowed; allowed: paper, smoke" >&2; exit 2; }
+	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) --configfile $(CONFIG_$(SCALE))
 
 ## realdata: MovieLens-25M and Jester experiments (downloads or pre-placed archives)
 realdata: $(STAMP)
 	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) realdata
 
-## smoke: every experiment, tiny
-smoke: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) --configfile config/smoke.yaml
+## smoke: every experiment, tiny (same as `make reproduce SCALE=smoke`)
+smoke:
+	$(MAKE) reproduce SCALE=smoke
 
 ## test: lint and the whole test suite (real snakemake, HDF5, dp-accounting; SLURM where present)
 test: $(STAMP)

@@ -22,6 +22,7 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/audit.smk"
 include: "workflow/rules/paper.smk"
+include: "workflow/rules/hooks.smk"
 
 
 rule all:

@@ -21,6 +21,7 @@ REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 _SMOKE = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
 SMOKE_RESULTS, SMOKE_PAPER = _SMOKE["results"], _SMOKE["paper"]  # relative to the workdir
+SMOKE_TERMINAL = "terminal.txt"  # what the smoke run printed (the `dpbandits` logger plugin)
 
 
 def snakemake_cmd(*args: str) -> list[str]:
@@ -45,7 +46,9 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One real `snakemake --cores 2 --configfile config/smoke.yaml` run shared by tests."""
     workdir = tmp_path_factory.mktemp("smoke")
     shutil.copy(REPO / "config" / "smoke.yaml", workdir / "smoke.yaml")
-    proc = run_snakemake(workdir, "--cores", "2", "--configfile", str(workdir / "smoke.yaml"))
+    proc = run_snakemake(workdir, "--cores", "2", "--logger", "dpbandits", "--configfile",
+                         str(workdir / "smoke.yaml"))
     if proc.returncode != 0:
         pytest.fail(f"smoke run failed:\n{proc.stderr[-4000:]}")
+    (workdir / SMOKE_TERMINAL).write_text(proc.stderr)
     return workdir

@@ -28,7 +28,7 @@ KILL_AFTER = 2  # finished shards before the controller is killed
 
 
 def snakemake(workdir: Path, *args: str) -> list[str]:
-    return [str(BIN / "snakemake"), f"results/{EXPERIMENT}/summary.csv", "-s",
+    return [str(BIN / "snakemake"), f"{SMOKE_RESULTS}/{EXPERIMENT}/summary.csv", "-s",
             str(REPO / "Snakefile"), "--profile", str(REPO / "workflow" / "profiles" / "default"),
             "--cores", "1", "--configfile", str(workdir / "smoke.yaml"), *args]
 
@@ -56,7 +56,8 @@ def temporaries(workdir: Path) -> list[str]:
 
 
 def simulate_jobs_run(log: str) -> int:
-    match = re.search(r"^simulate\s+(\d+)$", log, flags=re.MULTILINE)
+    """Shards the run set out to compute (the plan line of the `dpbandits` logger)."""
+    match = re.search(r"^dpbandits: (\d+) of \d+ shards to run", log, flags=re.MULTILINE)
     return int(match.group(1)) if match else 0
 
 
@@ -65,7 +66,7 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Start a local run, SIGKILL it with a shard written but its job open, record, rerun."""
     workdir = tmp_path_factory.mktemp("interrupted")
     shutil.copy(SMOKE, workdir / "smoke.yaml")
-    shards = [f"results/{s.path}" for s in all_shards(load_config(SMOKE))[EXPERIMENT]]
+    shards = [f"{SMOKE_RESULTS}/{s.path}" for s in all_shards(load_config(SMOKE))[EXPERIMENT]]
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     with open(workdir / "first.log", "w") as log:
         proc = subprocess.Popen(snakemake(workdir), cwd=workdir, env=env, stdout=log,
@@ -120,7 +121,9 @@ def test_rerun_does_not_redo_finished_shards(interrupted: dict):
 def test_shard_of_the_unclosed_job_is_redone_not_accepted(interrupted: dict):
     workdir, on_disk = interrupted["workdir"], interrupted["on_disk"]
     (shard,) = interrupted["in_flight"]
-    assert os.stat(workdir / shard).st_ino != on_disk[shard].st_ino
+    after, before = os.stat(workdir / shard), on_disk[shard]
+    # rewritten: a new file (a freed inode number may be reused, so the mtime decides too)
+    assert (after.st_ino, after.st_mtime_ns) != (before.st_ino, before.st_mtime_ns)
     for name in interrupted["leftovers"]:  # a killed writer's temporary file is never an output
         assert not any(s.endswith(name) for s in interrupted["shards"])
     assert interrupted["leftovers_after_rerun"] == []  # and the redone write removed it
@@ -128,7 +131,7 @@ def test_shard_of_the_unclosed_job_is_redone_not_accepted(interrupted: dict):
 
 def test_resumed_sweep_equals_an_uninterrupted_run(interrupted: dict, smoke_run: Path):
     workdir = interrupted["workdir"]
-    rel = [s.removeprefix("results/") for s in interrupted["shards"]]
+    rel = [s.removeprefix(f"{SMOKE_RESULTS}/") for s in interrupted["shards"]]
     assert compare_shards(workdir / SMOKE_RESULTS, smoke_run / SMOKE_RESULTS, rel) == {}
     assert summary_differences(workdir / SMOKE_RESULTS / EXPERIMENT / "summary.csv",
                                smoke_run / SMOKE_RESULTS / EXPERIMENT / "summary.csv") == []

@@ -20,14 +20,14 @@ from dpbandits.explore import (
     slice_results,
 )
 
-from conftest import REPO
+from conftest import REPO, SMOKE_RESULTS
 
 NOTEBOOK = REPO / "notebooks" / "explore.ipynb"
 
 
 @pytest.mark.slow
 def test_notebook_runs_on_smoke_results(smoke_run: Path, monkeypatch, tmp_path):
-    monkeypatch.setenv(RESULTS_ENV, str(smoke_run / "results"))
+    monkeypatch.setenv(RESULTS_ENV, str(smoke_run / SMOKE_RESULTS))
     monkeypatch.setenv("DPBANDITS_EXPERIMENT", "glm_table2")  # instance grid (κ) and ε grid
     nb = nbformat.read(NOTEBOOK, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3",
@@ -37,15 +37,15 @@ def test_notebook_runs_on_smoke_results(smoke_run: Path, monkeypatch, tmp_path):
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 4  # per algorithm and ε, against ε, against κ, curves
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert str(smoke_run / "results") in printed and "plotting: glm_table2" in printed
-    for name in experiments(smoke_run / "results"):
+    assert str(smoke_run / SMOKE_RESULTS) in printed and "plotting: glm_table2" in printed
+    for name in experiments(smoke_run / SMOKE_RESULTS):
         assert name in printed
 
 
 def test_helpers_on_smoke_results(smoke_run: Path, monkeypatch):
-    monkeypatch.setenv(RESULTS_ENV, str(smoke_run / "results"))
+    monkeypatch.setenv(RESULTS_ENV, str(smoke_run / SMOKE_RESULTS))
     folder = results_dir()
-    assert folder == smoke_run / "results"
+    assert folder == smoke_run / SMOKE_RESULTS
     names = experiments(folder)
     summary = load_summaries(folder)
     assert set(summary["experiment"]) == set(names)

@@ -1,59 +1,264 @@
-"""Plot helpers: one colour per algorithm across every figure, PNG + PDF output."""
+"""Plot helpers shared by every figure: one colour per algorithm across the project, 95 % bands,
+plain ε ticks, the smoke-scale mark, PNG + PDF output.
+
+Colours. Every algorithm (registered policy) has one colour in every figure of a run. The
+assignment reads the experiments of the paper-scale configuration (dpbandits.scale) and then
+those of the run's configuration, in order: each algorithm, at its first appearance, takes the
+first palette colour (tab10 first) that no algorithm of the same paper already holds, so the
+algorithms of one paper never share a colour and a smoke run looks like a paper-scale one. The
+labels declared for one algorithm are its variants (e.g. "Private-GLM (strict)", "+TS"): the
+first keeps the colour, the next ones are darker shades of it with their own marker, ranked in
+the same order. Grid cells ("AdaPrivate-TS [B=100]") are their declared label's.
+
+Bands and error bars are 95 % t-intervals of the mean over trials, t_{0.975, n−1}·s.e.
+(dpbandits.stats), everywhere; captions say so (`BAND_TEXT`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FixedLocator, NullFormatter, NullLocator  # noqa: E402
 
+from dpbandits import stats  # noqa: E402
 from dpbandits.atomic import atomic_output  # noqa: E402
+from dpbandits.scale import current_mark, paper_config  # noqa: E402
 from dpbandits.seeding import stable_key  # noqa: E402
 
+RGB = tuple[float, float, float]
+
 # tab10 first (its ten colours are the preferred ones), then Dark2 and tab20 for larger sets.
-_PALETTE = list(dict.fromkeys(
+PALETTE: list[RGB] = list(dict.fromkeys(
     tuple(float(v) for v in c[:3])
     for name in ("tab10", "Dark2", "tab20")
     for c in plt.get_cmap(name).colors  # type: ignore[attr-defined]
 ))
 _PREFERRED = 10
+VARIANT_DARKEN = (0.0, 0.4, 0.2, 0.3, 0.1)
+VARIANT_MARKERS = ("o", "^", "s", "D", "v", "P", "X")
+BAND_TEXT = "95 % t-interval of the mean over trials"
+MARK_COLOR = "#b3261e"
 
 
-def algorithm_color(label: str) -> tuple[float, float, float]:
-    """The usual colour of an algorithm (by its base name, before any ' [' or ' (' suffix)."""
-    base = label.split(" [")[0].split(" (")[0]
-    return _PALETTE[stable_key(base) % _PREFERRED]
+@dataclass(frozen=True)
+class Styles:
+    """The project-wide look of every algorithm: its colour and the rank of each variant."""
+
+    colors: dict[str, RGB] = field(default_factory=dict)
+    policies: dict[str, str] = field(default_factory=dict)
+    ranks: dict[str, int] = field(default_factory=dict)
+
+    def declared(self, label: str, exp: dict[str, Any] | None = None) -> tuple[str, str]:
+        """(declared label, algorithm) of a label, from `exp` first, then the project."""
+        for entry in (exp or {}).get("algorithms") or []:
+            name = entry.get("label", entry["policy"])
+            if label == name or label.startswith(name + " ["):
+                return name, entry["policy"]
+        if label not in self.policies and " [" in label:
+            head = label.rsplit(" [", 1)[0]
+            if head in self.policies:
+                return head, self.policies[head]
+        return label, self.policies.get(label, base_name(label))
+
+    def rank(self, label: str, exp: dict[str, Any] | None = None) -> int:
+        """Rank of the label's variant among the declared labels of its algorithm (0: first)."""
+        return self.ranks.get(self.declared(label, exp)[0], 0)
+
+    def color(self, label: str, exp: dict[str, Any] | None = None) -> RGB:
+        """The algorithm's colour, darkened for a later variant."""
+        name, policy = self.declared(label, exp)
+        hue = self.colors.get(policy) or PALETTE[stable_key(policy) % _PREFERRED]
+        return darken(hue, VARIANT_DARKEN[self.ranks.get(name, 0) % len(VARIANT_DARKEN)])
 
 
-def distinct_colors(labels: Iterable[str]) -> dict[str, tuple[float, float, float]]:
-    """Each label's usual colour, or the next free palette colour where two would collide."""
-    used: set[tuple[float, float, float]] = set()
+def base_name(label: str) -> str:
+    """A label without its variant or grid suffix: "RS-GLinUCB (T2)" → "RS-GLinUCB"."""
+    return label.split(" [")[0].split(" (")[0]
+
+
+def build_styles(experiments: Iterable[dict[str, Any]]) -> Styles:
+    """Colours and variant ranks from experiment entries, in order (see the module docstring)."""
+    order: list[str] = []
+    papers: dict[str, set[str]] = {}
+    policies: dict[str, str] = {}
+    labels: dict[str, list[str]] = {}
+    for exp in experiments:
+        group = papers.setdefault(str(exp.get("paper") or "other"), set())
+        for entry in exp.get("algorithms") or []:
+            policy = entry["policy"]
+            label = entry.get("label", policy)
+            if policy not in order:
+                order.append(policy)
+            group.add(policy)
+            policies.setdefault(label, policy)
+            if label not in labels.setdefault(policy, []):
+                labels[policy].append(label)
+    colors: dict[str, RGB] = {}
+    for policy in order:
+        taken = {colors[p] for group in papers.values() if policy in group
+                 for p in group if p in colors}
+        colors[policy] = next((c for c in PALETTE if c not in taken),
+                              PALETTE[len(colors) % len(PALETTE)])
+    ranks = {label: i for names in labels.values() for i, label in enumerate(names)}
+    return Styles(colors, policies, ranks)
+
+
+_STYLES: ContextVar[Styles | None] = ContextVar("dpbandits_styles", default=None)
+_DEFAULT: list[Styles] = []
+
+
+def styles() -> Styles:
+    """The styles in use: those of the run (`using_config`), else the paper-scale config's."""
+    current = _STYLES.get()
+    if current is not None:
+        return current
+    if not _DEFAULT:
+        _DEFAULT.append(build_styles(paper_config().get("experiments", {}).values()))
+    return _DEFAULT[0]
+
+
+@contextmanager
+def using_config(config: dict[str, Any] | None, paper: str | Path | None = None) \
+        -> Iterator[Styles]:
+    """Within the block, colours come from the paper-scale config then the run's `config`."""
+    experiments = [*paper_config(paper).get("experiments", {}).values(),
+                   *(config or {}).get("experiments", {}).values()]
+    token = _STYLES.set(build_styles(experiments))
+    try:
+        yield _STYLES.get()  # type: ignore[misc]
+    finally:
+        _STYLES.reset(token)
+
+
+def algorithm_color(label: str, exp: dict[str, Any] | None = None) -> RGB:
+    """The project colour of a label: its algorithm's, darker for a later variant."""
+    return styles().color(label, exp)
+
+
+def variant_rank(label: str, exp: dict[str, Any] | None = None) -> int:
+    """0 for an algorithm's first declared label, 1, 2, … for its further variants."""
+    return styles().rank(label, exp)
+
+
+def variant_marker(label: str, exp: dict[str, Any] | None = None) -> str:
+    """The marker of a label's variant (the first variant's is "o")."""
+    return VARIANT_MARKERS[variant_rank(label, exp) % len(VARIANT_MARKERS)]
+
+
+def distinct_colors(labels: Iterable[str], exp: dict[str, Any] | None = None) \
+        -> dict[str, RGB]:
+    """Each label's project colour; a label whose colour another label of the same figure
+    already has (e.g. two cells of one grid) gets the next free palette colour."""
+    used: set[RGB] = set()
     out = {}
     for label in dict.fromkeys(labels):
-        color = algorithm_color(label)
+        color = algorithm_color(label, exp)
         if color in used:
-            color = next((c for c in _PALETTE if c not in used), color)
+            color = next((c for c in PALETTE if c not in used), color)
         used.add(color)
         out[label] = color
     return out
 
 
-def lighten(color: tuple[float, float, float], amount: float) -> tuple[float, float, float]:
+def lighten(color: Sequence[float], amount: float) -> RGB:
     """`color` blended towards white by `amount` ∈ [0, 1]."""
-    return tuple(c + (1.0 - c) * amount for c in color)  # type: ignore[return-value]
+    return tuple(c + (1.0 - c) * amount for c in color[:3])  # type: ignore[return-value]
+
+
+def darken(color: Sequence[float], amount: float) -> RGB:
+    """`color` blended towards black by `amount` ∈ [0, 1]."""
+    return tuple(c * (1.0 - amount) for c in color[:3])  # type: ignore[return-value]
+
+
+def ci95(se: Any, n: int) -> Any:
+    """Half-width of the 95 % t-interval from standard error(s) and n trials (nan if n < 2)."""
+    if n < 2:
+        return np.nan * np.asarray(se, dtype=float)
+    return stats.t_margin(1.0, n - 1) * np.asarray(se, dtype=float)
+
+
+def plain_ticks(axis: Axis, values: Iterable[float]) -> None:
+    """Ticks at `values` labelled as plain numbers ("0.5", "20000"), no minor tick labels."""
+    ticks = sorted({float(v) for v in values if np.isfinite(v)})
+    axis.set_major_locator(FixedLocator(ticks))
+    axis.set_ticklabels([f"{v:g}" if abs(v) < 1e6 else f"{v:.3g}" for v in ticks])
+    axis.set_minor_locator(NullLocator())
+    axis.set_minor_formatter(NullFormatter())
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """1-2-5 ticks within [low, high] for a log axis (1-1.5-2-3-5-7 on a narrow range)."""
+    exponents = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    for mantissas in ((1, 2, 5), (1, 1.5, 2, 3, 5, 7)):
+        inside = [m * 10.0 ** e for e in exponents for m in mantissas
+                  if low <= m * 10.0 ** e <= high]
+        if len(inside) >= 3:
+            return inside
+    return inside if len(inside) >= 2 else [low, high]
+
+
+def band_handle(color: Any = "0.5", text: str = f"shaded: {BAND_TEXT}") -> Patch:
+    """A legend entry for the shaded bands."""
+    return Patch(facecolor=color, alpha=0.25, edgecolor="none", label=text)
+
+
+def errorbar_handle(n: str, color: Any = "0.3") -> Line2D:
+    """A legend entry for the error bars, with the number of trials."""
+    return Line2D([], [], color=color, ls="none", marker="|", ms=9, mew=1.2,
+                  label=f"error bars: {BAND_TEXT} (n = {n})")
+
+
+def style_handle(text: str, linestyle: str = "-", marker: str | None = None,
+                 color: Any = "0.3", **kwargs: Any) -> Line2D:
+    """A legend entry explaining a line style or marker."""
+    return Line2D([], [], color=color, ls=linestyle, marker=marker, label=text, **kwargs)
 
 
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
-    """Write `stem.png` and `stem.pdf` and close the figure."""
+    """Write `stem.png` and `stem.pdf` (with the scale mark of the run, if any) and close."""
+    note = current_mark()
+    if note:
+        _draw_mark(fig, note)
     paths = [stem.with_suffix(".png"), stem.with_suffix(".pdf")]
     for path in paths:
         with atomic_output(path) as tmp:
-            fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight")
+            fig.savefig(tmp, format=path.suffix[1:], dpi=150, bbox_inches="tight",
+                        metadata=_metadata(path.suffix))
     plt.close(fig)
     return paths
+
+
+def _draw_mark(fig: plt.Figure, note: str, height: float = 0.42) -> None:
+    """The scale mark in a band added above the figure's content (constrained layout)."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    width, old = fig.get_size_inches()
+    fig.set_size_inches(width, old + height)
+    fig.get_layout_engine().set(rect=(0.0, 0.0, 1.0, old / (old + height)))
+    fig.text(0.5, 1.0 - 0.5 * height / (old + height), note.upper(), ha="center",
+             va="center", fontsize=10, fontweight="bold", color=MARK_COLOR, gid="scale-mark",
+             bbox={"boxstyle": "round,pad=0.35", "facecolor": "#fdecea",
+                   "edgecolor": MARK_COLOR})
+
+
+def _metadata(suffix: str) -> dict[str, Any]:
+    """Fixed file metadata, so the same figure gives the same bytes."""
+    if suffix == ".pdf":
+        return {"CreationDate": None, "ModDate": None}
+    return {"Software": None}
 
 
 def series_label(algorithm: str, epsilon: str | float | None) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from matplotlib.colors import to_rgb
+from scipy import stats
 
 from dpbandits.outputs import common
 
@@ -16,6 +17,7 @@ def _curve(algorithm: str, epsilon: str, index: int, accounting: str = "strict")
     t = np.arange(1, 11)
     return {"algorithm": algorithm, "epsilon": epsilon, "instance_index": index,
             "instance": {"S": 2.0 + index}, "accounting": accounting, "checkpoints": t,
+            "n_trials": 5,
             "regret_mean": np.sqrt(t) * (1 + index), "regret_se": 0.1 * np.ones(10)}
 
 
@@ -40,8 +42,9 @@ def figure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
 
 def test_one_panel_per_instance_and_one_y_label(figure) -> None:
     axes = figure.get_axes()
-    assert [ax.get_title() for ax in axes] == ["S = 2.0 (κ = 18.40)", "S = 3.0 (κ = 56.40)"]
-    assert [ax.get_ylabel() for ax in axes] == ["cumulative regret", ""]
+    assert [ax.get_title() for ax in axes] == ["exp, S = 2.0 (κ = 18.40)",
+                                               "exp, S = 3.0 (κ = 56.40)"]
+    assert [ax.get_ylabel() for ax in axes] == ["mean cumulative regret", ""]
 
 
 def test_every_series_has_its_own_colour_and_paper_accounting_is_dashed(figure) -> None:
@@ -63,7 +66,24 @@ def test_larger_epsilon_is_drawn_darker(figure) -> None:
         assert brightness == sorted(brightness, reverse=True) and len(set(brightness)) == 3
 
 
-def test_legend_lists_each_series_once(figure) -> None:
-    (legend,) = figure.legends
+def test_legend_lists_each_series_once_and_explains_bands_and_dashes(figure) -> None:
+    (legend,) = [ax.get_legend() for ax in figure.get_axes() if ax.get_legend()]
     texts = [t.get_text() for t in legend.get_texts()]
-    assert len(texts) == len(set(texts)) == 9
+    assert len(texts) == len(set(texts)) == 11
+    assert texts[-2] == "shaded: 95 % t-interval of the mean over trials (n = 5)"
+    assert texts[-1] == "dashed: paper accounting"
+
+
+def test_band_is_the_95_percent_t_interval(figure) -> None:
+    """Half-width t_{0.975, 4} · s.e. for 5 trials (s.e. 0.1 in the fixture)."""
+    band = figure.get_axes()[0].collections[0].get_paths()[0].vertices[:, 1]
+    mean = np.sqrt(np.arange(1, 11))
+    half = stats.t.ppf(0.975, 4) * 0.1
+    assert band.max() == pytest.approx(mean.max() + half)
+    assert band.min() == pytest.approx(mean.min() - half)
+
+
+def test_a_later_variant_has_markers_and_the_first_none(figure) -> None:
+    lines = {line.get_label(): line for line in figure.get_axes()[0].get_lines()}
+    assert lines["RS-GLinUCB (T2)"].get_marker() in ("None", None, "")
+    assert lines["RS-GLinUCB (C)"].get_marker() not in ("None", None, "")

@@ -149,9 +149,10 @@ def test_evaluate_claim_statuses(rng):
     out = evaluate_claim(flipped, results(df))
     assert out.status == "differs" and "not established" in out.reason
     smoke = evaluate_claim(claim(horizon=5000), results(df))
-    assert smoke.status == "not run" and "smoke scale" in smoke.reason and smoke.measured
+    assert smoke.status == "not comparable" and "smoke scale" in smoke.reason and smoke.measured
     assert evaluate_claim(claim(), results(None)).status == "not run"
     missing = evaluate_claim(claim(experiment="other"), results(df))
     assert missing.status == "not run" and "not in the configuration" in missing.reason
     absent = claim(comparison={"kind": "less", "a": {"algorithm": "A"}, "b": {"algorithm": "X"}})
     assert "no results for X" in evaluate_claim(absent, results(df)).reason
+    assert evaluate_claim(absent, results(df)).status == "not run"

@@ -53,6 +53,8 @@ def test_repository_agreement_rules():
     assert rule("glm:table2", "RS-GLinUCB (T2)") == ("factor", 2.5)
     assert rule("glm:fig1_logistic", "ECOLog") == ("relative", 0.15)
     assert rule("glm:fig1_probit", "Private-GLM ε=2") == ("relative", 0.15)
+    assert rule("glm:fig1_probit", "Private-GLM (ab8fd16) ε=2") == ("standard_errors", 2)
+    assert rule("glm:fig1_logistic", "Private-GLM (ab8fd16) ε=8") == ("standard_errors", 2)
     assert rule("unknown:entry", "X") == ("standard_errors", 2)
 
 

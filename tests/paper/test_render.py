@@ -31,6 +31,20 @@ def test_renderings_carry_every_row(tmp_path):
     assert all(v is None or math.isfinite(v) for r in data["numbers"] for v in (r["mean"],))
 
 
+def test_a_report_at_another_horizon_says_not_comparable_not_not_run(tmp_path):
+    rep = build_toy(tmp_path, horizon=300, published_horizon=5000)
+    md, page = render_markdown(rep), render_html(rep)
+    assert rep.summary_line().startswith("0 reproduced, 0 differ, ")
+    assert f"{rep.counts()['not comparable']} not comparable" in rep.summary_line()
+    assert "> **Not comparable with the papers: toy ran at another horizon" in md
+    rows = [line for line in md.splitlines() if line.startswith("| Base | S=2 | 100 |")]
+    assert rows == [f"| Base | S=2 | 100 | {rows[0].split(' | ')[3]} | ±2 s.e. | **not comparable**"
+                    " (smoke scale): T = 300 here, published T = 5000 |"]
+    assert "**not run**: not comparable" not in md and "from published" not in md
+    assert "smoke scale, not comparable: no difference to a published value" in md
+    assert "class='warning'" in page and '<strong class="not-comparable">' in page
+
+
 def test_summary_line_of_a_missing_report(tmp_path):
     assert summary_line_of(tmp_path / "none.json") is None
 
@@ -44,10 +58,13 @@ def test_smoke_run_writes_the_report(smoke_run: Path):
     md = (paper / "reproduction.md").read_text()
     page = (paper / "reproduction.html").read_text()
     assert data["summary_line"] in md and data["summary_line"] in page
-    # smoke scale: nothing is compared with the paper's numbers
+    # smoke scale: nothing is compared with the paper's numbers, and the report says why
     assert data["summary"]["reproduced"] == data["summary"]["differs"] == 0
     smoke = [r for r in data["numbers"] if r["mean"] is not None]
     assert smoke and all("smoke scale" in r["reason"] for r in smoke)
+    assert {r["status"] for r in smoke} == {"not comparable"}
+    assert "**not comparable** (smoke scale): T = " in md and "Not comparable with the papers" in md
+    assert not [line for line in md.splitlines() if "**not run**" in line and "T = " in line]
     logs = sorted((smoke_run / ".snakemake" / "log").glob("*.snakemake.log"))
     assert any(f"dpbandits reproduction: {data['summary_line']}" in log.read_text()
                for log in logs)

@@ -14,7 +14,7 @@ from dpbandits.errors import ConfigError
 from conftest import REPO, SMOKE_PAPER
 from paper_helpers import build_project, build_toy, write_project
 
-VERDICT = re.compile(r"\*\*(reproduced|differs|not run)\*\*")
+VERDICT = re.compile(r"\*\*(reproduced|differs|not comparable|not run)\*\*")
 SETTING_KEYS = {"source", "summary", "note", "notes", "text", "description", "instance",
                 "x_axis", "y_axis", "column", "horizon", "approximate", "experiment", "metric",
                 "reference", "where", "pick", "agreement", "K", "d", "T", "trials", "seeds",
@@ -52,16 +52,64 @@ def test_published_claims_and_items(tmp_path):
     counts = rep.counts()
     assert sum(counts.values()) == len(rep.numbers) + len(rep.published_claims) + 1
     assert rep.summary_line() == (f"{counts['reproduced']} reproduced, {counts['differs']} "
-                                  f"differ, {counts['not run']} not run")
+                                  f"differ, {counts['not comparable']} not comparable, "
+                                  f"{counts['not run']} not run")
 
 
 def test_results_at_another_horizon_are_not_comparable(tmp_path):
     rep = build_toy(tmp_path, horizon=300, published_horizon=5000)
-    assert {r.status for r in rep.numbers} == {"not run"}
+    assert {r.status for r in rep.numbers if r.entry == "tab"} == {"not comparable"}
+    assert by_label(rep)[("other", "Base", "")].status == "not run"  # no experiment measures it
     base = by_label(rep)[("tab", "Base", "S=2")]
     assert "smoke scale" in base.reason and "T = 300" in base.reason
+    assert "from published" not in base.reason  # no difference at another scale
     assert base.mean is not None  # still shown
-    assert {c.status for c in rep.claims} == {"not run"}
+    assert {c.status for c in rep.claims} == {"not comparable"}
+    assert rep.counts()["reproduced"] == rep.counts()["differs"] == 0
+
+
+def test_missing_results_are_not_run_and_unanswerable_ones_not_comparable(tmp_path):
+    rep = build_toy(tmp_path)
+    gone = by_label(rep)[("tab", "Gone", "S=2")]
+    assert gone.status == "not run" and not gone.reason.startswith("not comparable")
+    (tmp_path / "one").mkdir()
+    config = write_project(tmp_path / "one")
+    path = tmp_path / "one" / "results" / "toy" / "summary.csv"
+    pd.read_csv(path).query("seed == 0").to_csv(path, index=False)
+    base = by_label(build_project(tmp_path / "one", config))[("tab", "Base", "S=2")]
+    assert base.status == "not comparable" and "one trial" in base.reason
+
+
+def with_data(root: Path, sha256: str, pinned: bool, fit: str = "prefix10") -> None:
+    """Give the toy results the provenance columns of real data (docs/realdata.md)."""
+    path = root / "results" / "toy" / "summary.csv"
+    summary = pd.read_csv(path).assign(
+        data_archives="ml-25m.zip", data_sha256=sha256, data_pinned=pinned, features_fit=fit,
+        features_leak_free=fit != "whole", feature_auc=0.5)
+    summary.to_csv(path, index=False)
+
+
+def test_results_from_an_archive_that_is_not_pinned_are_not_comparable(tmp_path):
+    config = write_project(tmp_path)
+    with_data(tmp_path, "ab" * 32, pinned=False)
+    rep = build_project(tmp_path, config)
+    rows = [*[n for n in rep.numbers if n.experiment == "toy" and n.label != "Gone"],
+            *rep.claims, *[c for c in rep.published_claims if c.via]]
+    assert rows and {r.status for r in rows} == {"not comparable"}
+    for row in rows:
+        assert "not comparable: made from ml-25m.zip (sha256 abababababab…)" in row.reason
+    assert "NOT the pinned release" in rep.entries["fam:tab"]["source"]
+    assert by_label(rep)[("tab", "Base", "S=2")].mean is not None  # still shown
+
+
+def test_pinned_real_data_keeps_its_verdicts_and_names_its_features(tmp_path):
+    config = write_project(tmp_path)
+    with_data(tmp_path, "cd" * 32, pinned=True)
+    rep = build_project(tmp_path, config)
+    assert by_label(rep)[("tab", "Base", "S=2")].status == "reproduced"
+    source = rep.entries["fam:tab"]["source"]
+    assert source.startswith("Table 9 — data ml-25m.zip (sha256 cdcdcdcdcdcd…), the pinned")
+    assert "earliest 10 % of events only (leak-free)" in source and "AUC" in source
 
 
 def test_covers_must_name_a_published_item(tmp_path):

@@ -1,10 +1,12 @@
 # Figures and tables: one job per experiment writes every output entry it declares. PNG figures
 # and CSV tables are registered for `snakemake --report`, captioned per output kind
 # (workflow/report/<kind>.rst, else workflow/report/output.rst). The paper/published/*.yaml files
-# its outputs name (`published: "<family>:<entry>"`) are inputs of the job.
+# its outputs name (`published: "<family>:<entry>"`) and the paper-scale config (colours, the
+# smoke-scale mark: dpbandits.scale) are inputs of the job.
 from dpbandits.paper.published import published_files
 
 PUBLISHED_DIR = Path(workflow.basedir, "paper", "published")
+PAPER_CONFIG = str(Path(workflow.basedir, "config", "config.yaml"))
 
 
 def report_output(name, kind, path):
@@ -31,6 +33,7 @@ for _name in config["experiments"]:
         input:
             summary=f"{RESULTS}/{_name}/summary.csv",
             curves=f"{RESULTS}/{_name}/curves.h5",
+            paper_config=PAPER_CONFIG,
             published=published_files(
                 [spec["published"] for spec in config["experiments"][_name]["outputs"]
                  if spec.get("published")],

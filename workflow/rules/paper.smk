@@ -5,10 +5,10 @@
 import os
 from pathlib import Path
 
-from snakemake.logging import logger
 
 REPO_DIR = Path(workflow.basedir)
 CLAIMS_FILE = REPO_DIR / "paper" / "claims.yaml"
+EARLIER_FILE = REPO_DIR / "paper" / "earlier.yaml"
 MAIN_TEX = REPO_DIR / "paper" / "main.tex"
 PAPER_SECTIONS = ["glm", "linear", "ts"]
 
@@ -43,6 +43,7 @@ rule reproduction:
         claim_tables=report_claim_tables,
         published=sorted(str(p) for p in PUBLISHED_DIR.glob("*.yaml")),
         claims=str(CLAIMS_FILE),
+        earlier=str(EARLIER_FILE),
     output:
         md=f"{PAPER}/reproduction.md",
         html=report(
@@ -91,10 +92,3 @@ EXTRA_TARGETS["synthetic"].extend(
     [*rules.reproduction.output, *rules.paper_tex.output]
 )
 
-
-onsuccess:
-    from dpbandits.paper.render import summary_line_of
-
-    line = summary_line_of(f"{PAPER}/reproduction.json")
-    if line:
-        logger.info(f"dpbandits reproduction: {line} (details: {PAPER}/reproduction.md)")

@@ -1,4 +1,7 @@
-# One job per shard: (experiment, algorithm, ε, instance, block of trials) → one HDF5 file.
+# One job per shard: (experiment, algorithm, ε, instance, block of trials) → one HDF5 file. The
+# job is a plain Python process given the shard spec as JSON (the exact floats of the config).
+import json
+import sys
 
 
 rule simulate:
@@ -9,7 +12,9 @@ rule simulate:
     wildcard_constraints:
         shard=r"[A-Za-z0-9_]+/shards/.+",
     params:
-        spec=lambda wildcards: SPEC_BY_PATH[f"{wildcards.shard}.h5"],
+        spec=lambda wildcards: json.dumps(SPEC_BY_PATH[f"{wildcards.shard}.h5"]),
+        python=sys.executable,
+        script=f"{workflow.basedir}/workflow/scripts/simulate.py",
     log:
         f"{RESULTS}/logs/{{shard}}.log",
     benchmark:
@@ -18,5 +23,5 @@ rule simulate:
         runtime=lambda wildcards, attempt: 15 * attempt,
         mem_mb=lambda wildcards, attempt: 1000 * attempt,
     threads: 1
-    script:
-        "../scripts/simulate.py"
+    shell:
+        '{params.python:q} {params.script:q} {params.spec:q} {output:q} {log:q}'

@@ -22,6 +22,8 @@ written = make_outputs(
     load_curves(snakemake.input.curves),
     Path(snakemake.config["paper"]),
     load_published(snakemake.input.published),
+    config=snakemake.config,
+    paper_config=snakemake.input.paper_config,
 )
 missing = {str(Path(p)) for p in snakemake.output} - {str(Path(p)) for p in written}
 if missing:

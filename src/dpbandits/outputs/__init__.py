@@ -56,15 +56,23 @@ def output_files(experiment: str, spec: dict[str, Any]) -> list[str]:
 
 
 def make_outputs(experiment: str, exp: dict[str, Any], summary: Any, curves: list[dict[str, Any]],
-                 paper_dir: Any, published: Mapping[str, dict[str, Any]] | None = None) \
-        -> list[Any]:
+                 paper_dir: Any, published: Mapping[str, dict[str, Any]] | None = None,
+                 config: dict[str, Any] | None = None, paper_config: Any = None) -> list[Any]:
     """Run every output entry of an experiment, its `published: "<family>:<entry>"` looked up in
-    `published` (dpbandits.paper.published.load_published); return the files written."""
+    `published`, with the project's colours for the run's `config` (dpbandits.plots) and the
+    scale mark against the paper-scale config (dpbandits.scale); return the files written."""
+    from dpbandits import plots, scale
+
+    horizon = int(summary["T"].max()) if "T" in getattr(summary, "columns", ()) \
+        else scale.horizon_of(exp)
+    note = scale.scale_note(experiment, horizon, paper_config)
     written = []
-    for spec in exp.get("outputs", []):
-        kind = get_output(spec["kind"])
-        options = output_options(spec)
-        if options.get("published"):
-            options["published"] = published_entry(published or {}, options["published"])
-        written.extend(kind.make(experiment, exp, summary, curves, paper_dir, **options))
+    with plots.using_config(config or {"experiments": {experiment: exp}}, paper_config), \
+            scale.marked(note):
+        for spec in exp.get("outputs", []):
+            kind = get_output(spec["kind"])
+            options = output_options(spec)
+            if options.get("published"):
+                options["published"] = published_entry(published or {}, options["published"])
+            written.extend(kind.make(experiment, exp, summary, curves, paper_dir, **options))
     return written

@@ -9,12 +9,22 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.legend_handler import HandlerTuple
+from matplotlib.patches import Patch
 
 from dpbandits.errors import ConfigError
 from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_csv, write_table
-from dpbandits.plots import algorithm_color, save_figure
+from dpbandits.plots import (
+    algorithm_color,
+    band_handle,
+    ci95,
+    log_ticks,
+    plain_ticks,
+    save_figure,
+    variant_marker,
+)
 from dpbandits.stats import Z95_ONE_SIDED, ratio_of_means, standard_error
 
 ROLES = {
@@ -24,7 +34,6 @@ ROLES = {
     "ShuffleDPElimination": "shuffled",
     "LocalDPElimination": "local",
 }
-ROLE_COLORS = {"central": "tab:blue", "shuffled": "tab:green", "local": "tab:red"}
 
 
 def _stem(experiment: str, what: str) -> str:
@@ -83,40 +92,53 @@ def regret_vs_epsilon(
     summary: pd.DataFrame,
     curves: list[dict[str, Any]],
     paper_dir: Path,
-    z: float = 1.0,
 ) -> list[Path]:
-    """R_T against ε (ε0 for the local model): mean ± z s.e. over seeds; non-private as a line."""
+    """R_T against ε (ε0 for the local model): mean with its 95 % t-interval over seeds; the
+    non-private baselines as horizontal lines with their interval."""
     stats = final_regret_stats(summary)
     stem = _stem(experiment, "regret_vs_epsilon")
-    fig, ax = plt.subplots(figsize=(5.6, 3.9))
+    fig, ax = plt.subplots(figsize=(7.8, 4.2), layout="constrained")
+    exp = _with_policies(exp, summary)
     private = stats[stats["epsilon"].notna()]
-    eps_range = (private["epsilon"].min(), private["epsilon"].max()) if len(private) else (1, 1)
+    eps_values = sorted(private["epsilon"].unique()) if len(private) else [1.0]
     order = {role: i for i, role in enumerate(ROLES.values())}
     groups = sorted(stats.groupby("algorithm"), key=lambda g: order.get(g[1]["role"].iloc[0], 9))
+    handles = []
     for algorithm, df in groups:
         df = df.sort_values("epsilon")
-        color = ROLE_COLORS.get(df["role"].iloc[0]) or algorithm_color(algorithm)
-        low = df["regret_mean"] - z * df["regret_se"]
-        high = df["regret_mean"] + z * df["regret_se"]
+        color = algorithm_color(algorithm, exp)
+        half = np.array([ci95(se, n) for se, n in zip(df["regret_se"], df["n"], strict=True)])
+        low, high = df["regret_mean"] - half, df["regret_mean"] + half
         if df["epsilon"].isna().all():
-            shade = "k" if df["role"].iloc[0] == "nonprivate" else "0.45"
             style = "--" if df["role"].iloc[0] == "nonprivate" else ":"
-            ax.axhline(df["regret_mean"].iloc[0], color=shade, ls=style, lw=1.2, label=algorithm)
-            ax.axhspan(low.iloc[0], high.iloc[0], color=shade, alpha=0.12, lw=0)
+            line = ax.axhline(df["regret_mean"].iloc[0], color=color, ls=style, lw=1.3)
+            if np.isfinite(half[0]):
+                ax.axhspan(low.iloc[0], high.iloc[0], color=color, alpha=0.15, lw=0)
+            name = algorithm if "non-private" in algorithm.lower() \
+                else f"{algorithm} (non-private)"
+            handles.append(((line, Patch(facecolor=color, alpha=0.15)), name))
             continue
-        ax.plot(df["epsilon"], df["regret_mean"], "o-", ms=3.5, color=color, label=algorithm)
+        (line,) = ax.plot(df["epsilon"], df["regret_mean"], "-", marker=variant_marker(
+            algorithm, exp), ms=3.5, color=color)
         ax.fill_between(df["epsilon"], low, high, color=color, alpha=0.25, lw=0)
+        handles.append(((line, Patch(facecolor=color, alpha=0.25)), algorithm))
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlim(*eps_range)
+    ax.set_xlim(min(eps_values) / 1.15, max(eps_values) * 1.15)
+    plain_ticks(ax.xaxis, eps_values)
+    means = stats["regret_mean"][stats["regret_mean"] > 0]
+    low_y, high_y = (means.min() / 1.6, means.max() * 1.6) if len(means) else ax.get_ylim()
+    ax.set_ylim(low_y, high_y)  # intervals reaching further are cut at the frame
+    plain_ticks(ax.yaxis, log_ticks(low_y, high_y))
     ax.set_xlabel("privacy budget ε (ε0 for the local model)")
     ax.set_ylabel("total regret $R_T$")
     horizon = int(summary["T"].iloc[0])
-    ax.set_title(
-        f"{experiment}: T = {horizon:g}, {int(stats['n'].max())} seeds, mean ± {z:g} s.e.",
-        fontsize=9,
-    )
-    ax.legend(fontsize=7)
+    ax.set_title(f"{experiment}: total regret at T = {horizon:,}, mean over "
+                 f"{int(stats['n'].max())} seeds", fontsize=9)
+    handles.append((band_handle(), band_handle().get_label()))
+    ax.legend([h for h, _ in handles], [t for _, t in handles], fontsize=7,
+              handler_map={tuple: HandlerTuple(ndivide=1)}, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0))
     paths = save_figure(fig, paper_dir / "figures" / stem)
     table = stats.assign(
         epsilon=stats["epsilon"].map(lambda e: "—" if pd.isna(e) else f"{e:g}"),
@@ -151,6 +173,13 @@ def regret_vs_epsilon(
     ]
     write_csv(summary[columns], runs_path)
     return [*paths, runs_path]
+
+
+def _with_policies(exp: dict[str, Any], summary: pd.DataFrame) -> dict[str, Any]:
+    """`exp` with an algorithm entry (label → policy) for every label of the summary."""
+    pairs = summary[["algorithm", "policy"]].drop_duplicates().itertuples(index=False)
+    extra = [{"label": label, "policy": policy} for label, policy in pairs]
+    return {**exp, "algorithms": [*(exp.get("algorithms") or []), *extra]}
 
 
 def _claims_files(experiment: str, opts: dict[str, Any]) -> list[str]:

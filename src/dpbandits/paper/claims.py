@@ -29,12 +29,14 @@ import numpy as np
 import pandas as pd
 
 from dpbandits import stats
+from dpbandits.data.provenance import data_reason
 from dpbandits.paper.published import ALPHA
 from dpbandits.paper.results import (
     NotComparable,
     Results,
     column_of,
     describe,
+    failed_verdict,
     higher_is_better,
     select,
     trial_values,
@@ -42,7 +44,7 @@ from dpbandits.paper.results import (
 from dpbandits.seeding import stable_key
 from dpbandits.stats import N_BOOT
 
-STATUSES = ("reproduced", "differs", "not run")
+STATUSES = ("reproduced", "differs", "not comparable", "not run")
 
 
 @dataclass
@@ -477,7 +479,8 @@ def _with_key(comp: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 def evaluate_claim(claim: dict[str, Any], results: Results) -> ClaimResult:
-    """Verdict of one claim: reproduced / differs (with the reason) / not run."""
+    """Verdict of one claim: reproduced / differs (with the reason) / not comparable (results at
+    another scale, or unable to answer) / not run (no results)."""
     covers = claim.get("covers") or []
     base = dict(id=claim["id"], paper=claim["paper"], text=claim["text"],
                 source=claim.get("source", ""), experiment=claim["experiment"],
@@ -495,18 +498,18 @@ def evaluate_claim(claim: dict[str, Any], results: Results) -> ClaimResult:
     if horizon != int(claim["horizon"]):
         smoke = " (smoke scale)" if horizon < int(claim["horizon"]) else ""
         scale = f"not comparable{smoke}: T = {horizon} here, paper T = {int(claim['horizon'])}"
+    scale = "; ".join(r for r in (scale, data_reason(results.summaries[name])) if r) or None
     try:
         summary = results.frame(name, metric, claim.get("reference"))
         ctx = Context(summary, metric, float(claim.get("alpha", ALPHA)),
                       claim.get("test", "auto"), stable_key("claim", claim["id"]))
         result = run_comparison(ctx, claim["comparison"])
     except NotComparable as exc:
-        reason = f"{scale}; {exc}" if scale else f"not comparable: {exc}"
-        return ClaimResult(**base, status="not run", reason=reason)
+        return ClaimResult(**base, **failed_verdict(exc, scale))
     common = dict(test=result.test, measured=result.measured, p_value=result.p_value,
                   estimate=result.estimate)
     if scale:
-        return ClaimResult(**base, **common, status="not run", reason=scale)
+        return ClaimResult(**base, **common, status="not comparable", reason=scale)
     if result.supported:
         return ClaimResult(**base, **common, status="reproduced", reason=_support_text(result))
     return ClaimResult(**base, **common, status="differs",

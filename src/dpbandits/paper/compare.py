@@ -12,8 +12,15 @@ from typing import Any
 import pandas as pd
 
 from dpbandits import stats
+from dpbandits.data.provenance import data_reason
 from dpbandits.errors import ConfigError
-from dpbandits.paper.results import NotComparable, Results, metric_values, trial_values
+from dpbandits.paper.results import (
+    NotComparable,
+    Results,
+    failed_verdict,
+    metric_values,
+    trial_values,
+)
 
 DEFAULT_RULE = {"kind": "standard_errors", "tolerance": 2.0}
 RULE_KINDS = ("relative", "factor", "standard_errors", "absolute")
@@ -162,6 +169,13 @@ def horizon_reason(summary: pd.DataFrame, horizon: Any) -> str | None:
     return f"not comparable{scale}: T = {ours} here, published T = {int(horizon)}"
 
 
+def comparability(summary: pd.DataFrame, horizon: Any) -> str | None:
+    """None when the results are comparable with the published ones: the published horizon
+    (horizon_reason) and, for real data, the pinned archives (docs/realdata.md, "Provenance")."""
+    reasons = [horizon_reason(summary, horizon), data_reason(summary)]
+    return "; ".join(r for r in reasons if r) or None
+
+
 def compare_number(ref: str, entry: dict[str, Any], label: str, grid: Any, published: float,
                    results: Results, experiment: str | None, rule: dict[str, Any],
                    paper: str) -> NumberResult:
@@ -179,13 +193,14 @@ def compare_number(ref: str, entry: dict[str, Any], label: str, grid: Any, publi
         base.reason = f"no results yet (results/{experiment}/summary.csv)"
         return base
     metric = entry.get("metric", "regret")
-    scale = horizon_reason(results.summaries[experiment], entry.get("horizon"))
+    scale = comparability(results.summaries[experiment], entry.get("horizon"))
     try:
         summary = results.frame(experiment, metric, entry.get("reference"))
         where = _number_where(label, column or None, grid, entry, summary)
         values = trial_values(summary, where, metric)
     except NotComparable as exc:
-        base.reason = f"{scale}; {exc}" if scale else f"not comparable: {exc}"
+        verdict = failed_verdict(exc, scale)
+        base.status, base.reason = verdict["status"], verdict["reason"]
         return base
     arr = values.to_numpy(float)
     base.n = len(arr)
@@ -195,11 +210,11 @@ def compare_number(ref: str, entry: dict[str, Any], label: str, grid: Any, publi
     base.accounting = ",".join(sorted(set(rows["accounting"].dropna().astype(str)))) \
         if "accounting" in rows else ""
     if scale:
-        base.reason = scale
+        base.status, base.reason = "not comparable", scale
         return base
     agrees, how = apply_rule(rule, base.mean, base.se or 0.0, base.n, published)
     if agrees is None:
-        base.reason = f"not comparable: {how}"
+        base.status, base.reason = "not comparable", f"not comparable: {how}"
         return base
     base.status = "reproduced" if agrees else "differs"
     note = rule.get("note")

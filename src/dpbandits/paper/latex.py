@@ -9,9 +9,19 @@ from typing import Any
 from dpbandits.outputs import output_files
 
 FIGURE_TEXT = {
-    "regret_curves": "Mean cumulative regret against the round, with 95 % bands (±1.96 s.e.)",
-    "regret_vs_epsilon": "Total regret at the horizon against the privacy budget ε",
+    "regret_curves": "Mean cumulative regret against the round; shaded: 95 % t-interval of the "
+                     "mean over trials; dashed: paper accounting",
+    "regret_vs_epsilon": "Total regret at the horizon against the privacy budget ε; shaded: 95 % "
+                         "t-interval of the mean over seeds",
     "ctr_curve": "Running click-through rate against the counted (effective) replay step",
+    "ts_table1": "NP% (100 × expected reward / that of the non-private reference, same seed) "
+                 "against ε; error bars: 95 % t-interval of the mean over seeds",
+    "ts_amplification": "NP% against the sampling rate q; error bars and band: 95 % "
+                        "t-interval of the mean over seeds",
+    "ts_ablation": "NP% as each component is added; error bars: 95 % t-interval of the mean "
+                   "over seeds",
+    "ts_robustness": "NP% over each hyper-parameter grid; error bars: 95 % t-interval of the "
+                     "mean over seeds",
 }
 UNICODE = {
     "ε": r"$\varepsilon$", "κ": r"$\kappa$", "δ": r"$\delta$", "θ": r"$\theta$",

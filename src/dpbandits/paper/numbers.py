@@ -9,7 +9,7 @@ Keys (ASCII, '/'-separated):
   <experiment>/policy/<policy>/...                          the same, by policy name, for
                                                             policies run under one label
   <experiment>/inst/<grid column>=<value>.../<field>      instance fields, e.g. kappa
-  repro/reproduced, repro/differ, repro/notrun, repro/summary
+  repro/reproduced, repro/differ, repro/notcomparable, repro/notrun, repro/summary
   claim/<id>, claim/<id>/p                                  verdict and p-value of a claim
   pub/<family>/<entry>/<algorithm slug>[/eps=<ε>][/<column>=<value>]/{published,ours,verdict}
 """
@@ -40,7 +40,8 @@ HEADER = (
 """
 )
 INSTANCE_FIELDS = ("kappa", "kappa_star")
-STATUS_WORDS = {"reproduced": "reproduced", "differs": "differs", "not run": "not run"}
+STATUS_WORDS = {"reproduced": "reproduced", "differs": "differs",
+                "not comparable": "not comparable", "not run": "not run"}
 
 
 def fmt(x: float | None) -> str:
@@ -158,6 +159,7 @@ def report_numbers(rep: dict[str, Any]) -> dict[str, str]:
     """Macros of the reproduction report (paper/reproduction.json)."""
     counts = rep["summary"]
     out = {"repro/reproduced": str(counts["reproduced"]), "repro/differ": str(counts["differs"]),
+           "repro/notcomparable": str(counts.get("not comparable", 0)),
            "repro/notrun": str(counts["not run"]), "repro/summary": rep["summary_line"]}
     for claim in rep["claims"]:
         out[f"claim/{claim['id']}"] = STATUS_WORDS[claim["status"]]
@@ -224,7 +226,8 @@ def declared_keys(config: dict[str, Any], published: dict[str, dict[str, Any]],
     """Every key numbers.tex can define for a configuration (results permitting)."""
     from dpbandits.policies import get_policy_class
 
-    keys = {"repro/reproduced", "repro/differ", "repro/notrun", "repro/summary"}
+    keys = {"repro/reproduced", "repro/differ", "repro/notcomparable", "repro/notrun",
+            "repro/summary"}
     for cid in claim_ids:
         keys |= {f"claim/{cid}", f"claim/{cid}/p"}
     for ref, entry in published.items():

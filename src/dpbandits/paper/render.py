@@ -39,6 +39,9 @@ def _ours(r: NumberResult) -> str:
 
 
 def _verdict(status: str, reason: str) -> str:
+    """"**status**: reason", without repeating a status the reason starts with."""
+    if reason.startswith(status):
+        return f"**{status}**{reason[len(status):]}"
     return f"**{status}**" + (f": {reason}" if reason else "")
 
 
@@ -68,6 +71,9 @@ def _sections(rep: Reproduction) -> list[dict[str, Any]]:
             if meta.get("T"):
                 where += f" (T = {meta['T']}, {meta['trials']} trials)"
             horizon = f"; published T = {info['horizon']}" if info.get("horizon") else ""
+            if meta.get("T") and info.get("horizon") and int(meta["T"]) != int(info["horizon"]):
+                scale = "smoke scale" if int(meta["T"]) < int(info["horizon"]) else "another scale"
+                horizon += f" — {scale}, not comparable: no difference to a published value"
             blocks.append({"title": f"{ref} — {info['source']}", "where": where + horizon,
                            "metric": info["metric"] if numbers else "", "numbers": numbers,
                            "claims": claims, "extras": rep.extras.get(ref, [])})
@@ -103,18 +109,32 @@ def claim_rows(claims: list[ClaimResult]) -> list[list[str]]:
              _verdict(c.status, c.reason)] for c in claims]
 
 
+def scale_warning(rep: Reproduction) -> str | None:
+    """One line naming the experiments run at another horizon than the papers', or None."""
+    names = sorted({r.experiment for r in rep.verdict_rows()
+                    if r.status == "not comparable" and "T = " in r.reason and r.experiment})
+    if not names:
+        return None
+    return (f"Not comparable with the papers: {', '.join(names)} ran at another horizon (e.g. "
+            "the smoke configuration): their rows show our values next to the published ones "
+            "without a difference, as not comparable")
+
+
 def render_markdown(rep: Reproduction) -> str:
     """The report as Markdown: summary line, then per paper its entries and claims."""
+    warning = scale_warning(rep)
     lines = [
         "# Reproduction report",
         "",
         f"**{rep.summary_line()}.**",
         "",
+        *([f"> **{warning}.**", ""] if warning else []),
         "Every published number and claim of the three papers, our value with its uncertainty "
         "(mean ± standard error over trials), and a verdict: *reproduced* (within the stated "
         "agreement rule, or the claim's statistical test supports it), *differs* (with the "
-        "reason) or *not run* (no results, or results at another scale, e.g. the smoke "
-        "configuration). Agreement rules follow docs/reproduction.md where it gives one; "
+        "reason), *not comparable* (results at another scale, e.g. the smoke configuration, or "
+        "results that cannot answer, e.g. a single trial) or *not run* (no results). "
+        "Agreement rules follow docs/reproduction.md where it gives one; "
         "otherwise a number is reproduced when our mean is within 2 standard "
         "errors of it. Claims name their test; strict claims (A < B, grows, falls) need the "
         "test to establish them at the stated level, non-strict ones (A ≤ B, within a range) "
@@ -142,7 +162,30 @@ def render_markdown(rep: Reproduction) -> str:
         if section["claims"]:
             lines += ["### Further claims of the paper text", "",
                       _md_table(CLAIM_HEADER, claim_rows(section["claims"]))]
+    for group in rep.earlier:
+        lines += [f"## Earlier code state: {group['title']}", "", _earlier_intro(group), "",
+                  _md_table(EARLIER_HEADER, earlier_rows(group))]
     return "\n".join(lines).rstrip() + "\n"
+
+
+EARLIER_HEADER = ["experiment", "instance", "ε", "earlier", "this run", "difference / s.e.",
+                  "status"]
+
+
+def _earlier_intro(group: dict[str, Any]) -> str:
+    return (f"{group['algorithm']} at commit {group['commit']} against this run; since then "
+            f"{group['change']}. Measured: {group['measured']}.")
+
+
+def earlier_rows(group: dict[str, Any]) -> list[list[str]]:
+    """Table rows of one earlier-results group."""
+    rows = []
+    for r in group["rows"]:
+        now = "—" if r["now"] is None else f"{_num(r['now'])} ± {_num(r['now_se'])} (n = {r['n']})"
+        z = "—" if r["z"] is None else f"{r['z']:+.1f}"
+        rows.append([r["experiment"], r["grid"], str(r["epsilon"]),
+                     f"{_num(r['before'])} ± {_num(r['before_se'])}", now, z, r["status"]])
+    return rows
 
 
 _STYLE = """
@@ -151,7 +194,8 @@ color:#222;line-height:1.4}
 table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;width:100%}
 th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f3f3f3}.reproduced{color:#1a7f37}.differs{color:#b3261e}
-.not-run{color:#6b6b6b}.summary{font-size:1.2em;font-weight:bold}
+.not-run{color:#6b6b6b}.not-comparable{color:#9a6700}.summary{font-size:1.2em;font-weight:bold}
+.warning{border:2px solid #b3261e;background:#fdecea;padding:0.5em;font-weight:bold}
 code{background:#f5f5f5;padding:0 3px}
 """
 
@@ -173,13 +217,16 @@ def _html_table(header: list[str], rows: list[list[str]], statuses: list[str]) -
 def render_html(rep: Reproduction) -> str:
     """A self-contained HTML page with the same content as the Markdown report."""
     c = rep.counts()
+    warning = scale_warning(rep)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Reproduction report: {html.escape(rep.summary_line())}</title>",
         f"<style>{_STYLE}</style></head><body><h1>Reproduction report</h1>",
         f"<p class='summary'><span class='reproduced'>{c['reproduced']} reproduced</span>, "
         f"<span class='differs'>{c['differs']} differ</span>, "
+        f"<span class='not-comparable'>{c['not comparable']} not comparable</span>, "
         f"<span class='not-run'>{c['not run']} not run</span></p>",
+        *([f"<p class='warning'>{html.escape(warning)}.</p>"] if warning else []),
         "<p>Every published number and claim of the three papers next to ours (mean ± standard "
         "error over trials) with a verdict; agreement rules and tests as in "
         "<code>paper/claims.yaml</code>.</p>",
@@ -207,6 +254,13 @@ def render_html(rep: Reproduction) -> str:
                 parts.append(f"<h3>{title}</h3>")
                 parts.append(_html_table(CLAIM_HEADER, claim_rows(section[key]),
                                          [r.status for r in section[key]]))
+    for group in rep.earlier:
+        parts.append(f"<h2>Earlier code state: {html.escape(group['title'])}</h2>"
+                     f"<p>{html.escape(_earlier_intro(group))}</p>")
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in EARLIER_HEADER)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                       for row in earlier_rows(group))
+        parts.append(f"<table><tr>{head}</tr>{body}</table>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from dpbandits.data.provenance import data_note
 from dpbandits.errors import ConfigError
 from dpbandits.paper.claims import STATUSES, ClaimResult, evaluate_claim
 from dpbandits.paper.compare import (
@@ -16,9 +17,10 @@ from dpbandits.paper.compare import (
     NumberResult,
     agreement_rule,
     also_measured,
+    comparability,
     compare_number,
-    horizon_reason,
 )
+from dpbandits.paper.earlier import compare_earlier
 from dpbandits.paper.published import (
     covers_item,
     experiment_for,
@@ -58,6 +60,7 @@ class Reproduction:
     extras: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
     experiments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    earlier: list[dict[str, Any]] = field(default_factory=list)  # dpbandits.paper.earlier
 
     def verdict_rows(self) -> list[Any]:
         """Rows counted in the summary: numbers, published claims, claims covering none."""
@@ -72,9 +75,10 @@ class Reproduction:
         return counts
 
     def summary_line(self) -> str:
-        """"<n> reproduced, <n> differ, <n> not run"."""
+        """"<n> reproduced, <n> differ, <n> not comparable, <n> not run"."""
         c = self.counts()
-        return f"{c['reproduced']} reproduced, {c['differs']} differ, {c['not run']} not run"
+        return (f"{c['reproduced']} reproduced, {c['differs']} differ, "
+                f"{c['not comparable']} not comparable, {c['not run']} not run")
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (paper/reproduction.json)."""
@@ -86,6 +90,7 @@ class Reproduction:
             "claims": [c.as_dict() for c in self.claims],
             "extras": self.extras,
             "experiments": self.experiments,
+            "earlier": self.earlier,
         }
 
 
@@ -113,8 +118,8 @@ def _table_verdict(table: pd.DataFrame, key: str, claim: dict[str, Any]) \
 
 def _combine(results: list[ClaimResult]) -> tuple[str, str, str, str]:
     statuses = {r.status for r in results}
-    status = "differs" if "differs" in statuses else (
-        "reproduced" if statuses == {"reproduced"} else "not run")
+    status = next(s for s in ("differs", "not comparable", "not run", "reproduced")
+                  if s in statuses)
     chosen = [r for r in results if r.status == status] or results
     reason = "; ".join(f"{r.id}: {r.reason}" for r in chosen)
     measured = "; ".join(r.measured for r in chosen if r.measured)
@@ -151,9 +156,9 @@ def check_published_claim(ref: str, entry: dict[str, Any], key: str, claim: dict
         return base
     status, measured = found
     base.measured, base.via = measured, f"{experiment} claims table (direction check, no test)"
-    scale = horizon_reason(summary, entry.get("horizon", claim.get("horizon")))
+    scale = comparability(summary, entry.get("horizon", claim.get("horizon")))
     if scale:
-        base.reason = scale
+        base.status, base.reason = "not comparable", scale
         return base
     base.status = status
     base.reason = {"reproduced": "direction holds", "differs": "direction does not hold"}.get(
@@ -186,7 +191,8 @@ def check_published_item(ref: str, path: str, value: str, experiment: str | None
 
 def build(config: dict[str, Any], summaries: Mapping[str, pd.DataFrame | None],
           claim_tables: Mapping[str, pd.DataFrame], published: Mapping[str, dict[str, Any]],
-          claims_file: dict[str, Any]) -> Reproduction:
+          claims_file: dict[str, Any],
+          earlier: list[dict[str, Any]] | None = None) -> Reproduction:
     """Every verdict of the report from the configuration, our summaries and claims tables
     (dpbandits.paper.results), the published entries and paper/claims.yaml (.published)."""
     rules = claims_file.get("agreement") or []
@@ -194,6 +200,7 @@ def build(config: dict[str, Any], summaries: Mapping[str, pd.DataFrame | None],
     results = Results(config["experiments"], dict(summaries))
     horizons = claims_file.get("paper_horizons") or {}
     rep = Reproduction()
+    rep.earlier = compare_earlier(earlier or [], summaries)
     rep.claims = [evaluate_claim(c, results) for c in claims_file["claims"]]
     for name, summary in summaries.items():
         exp = config["experiments"][name]
@@ -209,7 +216,9 @@ def build(config: dict[str, Any], summaries: Mapping[str, pd.DataFrame | None],
         paper = paper_of(ref, experiment, config)
         if entry.get("horizon") is None and experiment in horizons:
             entry = {**entry, "horizon": horizons[experiment]}
-        rep.entries[ref] = {"source": entry.get("source", ""), "experiment": experiment,
+        note = data_note(summary) if summary is not None else None
+        source = f"{entry.get('source', '')} — {note}" if note else entry.get("source", "")
+        rep.entries[ref] = {"source": source, "experiment": experiment,
                             "paper": paper, "horizon": entry.get("horizon"),
                             "metric": entry.get("metric", "regret"),
                             "approximate": bool(entry.get("approximate"))}

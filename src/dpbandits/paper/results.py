@@ -22,7 +22,21 @@ NP_METRICS = {"np_percent": "np", "np_percent_norm": "np_norm"}
 
 
 class NotComparable(Exception):
-    """The results cannot answer the question (missing rows, too few trials, ...)."""
+    """The results cannot answer the question (too few trials, several rows per trial, ...)."""
+
+
+class NotRun(NotComparable):
+    """There are no results for the question (no summary, or no rows for the selection)."""
+
+
+def failed_verdict(exc: NotComparable, scale: str | None) -> dict[str, str]:
+    """Status and reason when results could not answer: "not comparable" at another scale or
+    when they exist but cannot answer, "not run" when there are none."""
+    if scale:
+        return {"status": "not comparable", "reason": f"{scale}; {exc}"}
+    if isinstance(exc, NotRun):
+        return {"status": "not run", "reason": str(exc)}
+    return {"status": "not comparable", "reason": f"not comparable: {exc}"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -161,7 +175,7 @@ def trial_values(
     summary must carry the metric's columns (with_metric)."""
     rows = select(summary, where)
     if rows.empty:
-        raise NotComparable(f"no results for {describe(where)}")
+        raise NotRun(f"no results for {describe(where)}")
     labels = rows["algorithm"].unique()
     if len(labels) > 1 and where.get("pick") in ("best", "worst"):
         means = metric_values(rows, metric).groupby(rows["algorithm"]).mean()
@@ -193,7 +207,7 @@ class Results:
         """The summary of `name` carrying `metric` (raises NotComparable when it cannot)."""
         summary = self.summaries.get(name)
         if summary is None:
-            raise NotComparable(f"no results yet (results/{name}/summary.csv)")
+            raise NotRun(f"no results yet (results/{name}/summary.csv)")
         kind = metric if metric in NP_METRICS else "plain"
         key = (name, kind, reference if kind != "plain" else None)
         if key not in self._frames:

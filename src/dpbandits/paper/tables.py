@@ -7,6 +7,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpbandits.atomic import atomic_output, write_text_atomic
+from dpbandits.scale import current_mark
 
 
 def mean_sd(mean: float, sd: float, digits: int = 1) -> str:
@@ -51,7 +52,10 @@ def write_csv(df: pd.DataFrame, path: str | Path) -> None:
 
 
 def write_table(df: pd.DataFrame, stem: Path, caption: str) -> list[Path]:
-    """Write `stem.csv`, `stem.md` and `stem.tex`."""
+    """Write `stem.csv`, `stem.md` and `stem.tex`; the caption starts with the scale mark."""
+    note = current_mark()
+    if note:
+        caption = f"{note.upper()}. {caption}"
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
     write_csv(df, paths[0])
     write_text_atomic(paths[1], f"{caption}\n\n" + to_markdown(df))

@@ -1,0 +1,33 @@
+# What the terminal shows: the plan when execution starts and a summary at the end, as log
+# records the `dpbandits` logger plugin (default profile) turns into progress lines and a table
+# (dpbandits.run_log). With Snakemake's own handler they print as one line each.
+from snakemake.logging import logger
+
+from dpbandits.run_log import plan_record, summary_record
+
+
+onstart:
+    record = plan_record(
+        workflow.dag.jobs,
+        workflow.dag.needrun_jobs(),
+        {name: len(shards) for name, shards in SHARDS.items()},
+        {name: [f for files in OUTPUT_FILES[name] for f in files] for name in OUTPUT_FILES},
+        logs=f"{RESULTS}/logs",
+        paper=PAPER,
+    )
+    plan = record["plan"]["experiments"].values()
+    logger.info(
+        f"dpbandits: {sum(p['to_run'] for p in plan)} of {sum(p['shards'] for p in plan)} "
+        "shards to run",
+        extra=record,
+    )
+
+
+onsuccess:
+    from dpbandits.paper.render import summary_line_of  # pandas and scipy: only at the end
+
+    line = summary_line_of(f"{PAPER}/reproduction.json")
+    logger.info(
+        f"dpbandits reproduction: {line} (details: {PAPER}/reproduction.md)" if line else "",
+        extra=summary_record(f"{line} (details: {PAPER}/reproduction.md)" if line else None),
+    )
