@@ -53,7 +53,7 @@ def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     workdir = tmp_path_factory.mktemp("slurm")
     shutil.copy(SMOKE, workdir / "smoke.yaml")
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    summaries = [f"results/{name}/summary.csv" for name in synthetic_shards()]
+    summaries = [f"{SMOKE_RESULTS}/{name}/summary.csv" for name in synthetic_shards()]
     proc = subprocess.run(
         [str(BIN / "snakemake"), *summaries, "-s", str(REPO / "Snakefile"), "--profile",
          str(PROFILE), "--configfile", "smoke.yaml"],
