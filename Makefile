@@ -32,11 +32,11 @@ smoke:
 
 ## test: lint and the whole test suite (real snakemake, HDF5, dp-accounting; SLURM where present)
 test: $(STAMP)
-	$(BIN)/ruff check src tests workflow/scripts benchmarks
+	$(BIN)/ruff check .
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests workflow/scripts benchmarks
+	$(BIN)/ruff check .
 
 ## bench: speed and scaling measurements (writes benchmarks/results/)
 bench: $(STAMP)

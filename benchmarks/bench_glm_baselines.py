@@ -78,8 +78,8 @@ def time_run(name: str, family: str, params: dict, horizon: int) -> tuple[float,
     return time.perf_counter() - wall, time.process_time() - cpu, float(result.regret.sum())
 
 
-def time_authors(path: Path, baseline: str, horizon: int) -> float:
-    """CPU seconds of one run of the authors' implementation of `baseline` (trial seed 0)."""
+def authors_environment(path: Path, model: str, horizon: int) -> object:
+    """The authors' `GLMBandit` with this benchmark's instance (their code put on sys.path)."""
     if "tqdm" not in sys.modules:  # their environment imports tqdm for progress bars only
         try:
             import tqdm  # noqa: F401
@@ -91,23 +91,32 @@ def time_authors(path: Path, baseline: str, horizon: int) -> float:
         sys.path.insert(0, str(path))
     from environment import GLMBandit  # type: ignore[import-not-found]
 
+    return GLMBandit(config={"full_norm": True, "seed": SEED, "model": model, "theta_dim": D,
+                             "num_arms": K, "theta_norm": S, "horizon_length": horizon})
+
+
+def time_authors_algorithm(env: object, algo: object) -> float:
+    """CPU seconds of the authors' round loop (play, step, update) over their horizon."""
+    cpu = time.process_time()
+    for _ in range(env.T):  # type: ignore[attr-defined]
+        act = algo.play_arm()  # type: ignore[attr-defined]
+        rewards, regrets, arms = env.step([act])  # type: ignore[attr-defined]
+        algo.update(rewards[0], regrets[0], arms)  # type: ignore[attr-defined]
+    return time.process_time() - cpu
+
+
+def time_authors(path: Path, baseline: str, horizon: int) -> float:
+    """CPU seconds of one run of the authors' implementation of `baseline` (trial seed 0)."""
     cls_name, module, model = AUTHORS[baseline]
+    env = authors_environment(path, model, horizon)
     cls = getattr(__import__(f"glmbanditexp.algorithms.{module}", fromlist=[cls_name]), cls_name)
-    env = GLMBandit(config={"full_norm": True, "seed": SEED, "model": model, "theta_dim": D,
-                            "num_arms": K, "theta_norm": S, "horizon_length": horizon})
     args = [env.get_first_action_set(), env.kappa, env.R, env.S, env.model]
     kwargs = {"rng": np.random.default_rng(0)}
     if cls_name in ("GlmUCB", "RS_GLinUCB"):
         args.append(env.T)
     if cls_name == "RS_GLinUCB":
         kwargs.update(use_sgd_optimizer=False, use_max_det_switch=False)
-    algo = cls(*args, 0.02, **kwargs)
-    cpu = time.process_time()
-    for _ in range(env.T):
-        act = algo.play_arm()
-        rewards, regrets, arms = env.step([act])
-        algo.update(rewards[0], regrets[0], arms)
-    return time.process_time() - cpu
+    return time_authors_algorithm(env, cls(*args, 0.02, **kwargs))
 
 
 def compare(old: Path, rows: list[dict]) -> None:

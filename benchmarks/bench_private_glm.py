@@ -7,6 +7,10 @@
    per (S, ε, accounting) is timed (cold cache) and scaled by 10 to a CPU-minutes estimate.
 3. With --shuffle: Shuffle-GLM at T = 20000 (d=3, K=10, ε huge, practical c_b, capped B₁),
    an end-to-end check that it learns (last-half mean regret < first-half).
+4. With --authors PATH (a checkout of the authors' repository
+   Sahasrajit123/Shuffle_joint_dp_generalized_linear_contextual_bandits): their Private-GLM,
+   one run at the setting of 1. on the same instance, against ours in paper mode (their CPU
+   seconds ÷ ours, measured in one run). Theirs takes several minutes.
 
 CPU (process) time is reported: what a run costs on one core even when the machine is shared.
 Run under `nice -n 10`.
@@ -14,17 +18,24 @@ Run under `nice -n 10`.
 
 from __future__ import annotations
 
-import argparse
 import os
-import tempfile
-import time
 
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
-from dpbandits.instances.glm import GLMInstance
-from dpbandits.policies import make_policy
-from dpbandits.privacy import accountant
-from dpbandits.seeding import policy_rng
+import argparse  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from bench_glm_baselines import authors_environment, time_authors_algorithm  # noqa: E402
+from machine import machine_line  # noqa: E402
+
+from dpbandits.instances.glm import GLMInstance  # noqa: E402
+from dpbandits.policies import make_policy  # noqa: E402
+from dpbandits.privacy import accountant  # noqa: E402
+from dpbandits.seeding import policy_rng  # noqa: E402
 
 SEED = 109832
 
@@ -84,15 +95,36 @@ def shuffle_check() -> None:
           f"{regret[half:].mean() < regret[:half].mean()})")
 
 
+def authors_comparison(path: Path) -> None:
+    print("4. The authors' Private-GLM against ours (probit d=3 K=20 T=5000 S=2 eps=4, one run)")
+    env = authors_environment(path, "Probit", 5000)
+    from glmbanditexp.algorithms.private_rs_glinucb import (  # type: ignore[import-not-found]
+        Private_RS_GLinUCB,
+    )
+
+    algo = Private_RS_GLinUCB(env.get_first_action_set(), env.kappa, env.kappa_star, env.R,
+                              env.S, env.model, env.T, 0.02, 4.0, 0.02,
+                              rng=np.random.default_rng(0))
+    theirs = time_authors_algorithm(env, algo)
+    fresh_cache()
+    ours = one_run(GLMInstance("probit", 3, 20, 2.0, 5000, SEED), 0, 4.0, "paper")[0]
+    print(f"   theirs {theirs:8.2f} CPU-s  ours {ours:6.2f} CPU-s (cold cache)  "
+          f"×{theirs / ours:.0f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=1, help="timed trials per Table 2 cell")
     parser.add_argument("--shuffle", action="store_true", help="also run the Shuffle-GLM check")
+    parser.add_argument("--authors", type=Path, help="checkout of the authors' repository")
     args = parser.parse_args()
+    print(machine_line())
     single_runs()
     table2_estimate(args.trials)
     if args.shuffle:
         shuffle_check()
+    if args.authors is not None:
+        authors_comparison(args.authors)
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 
 For each synthetic experiment of config/config.yaml and each (algorithm, ε) of it, runs one
 trial of its first shard through `dpbandits.simulate.run_shard` on one thread and records the
-CPU seconds of the run (the instance is built once per experiment and timed on its own). The
-estimated compute of the experiment is Σ runs × seconds per run + shards × instance build.
-Prints the CPU model next to the figures and writes benchmarks/results/bench_sweep.csv.
+least CPU seconds of `--repeat` runs (on a shared machine single timings vary by up to 2×); the
+instance is built once per experiment and timed on its own. The estimated compute of the
+experiment is Σ runs × seconds per run + shards × instance build. Prints the CPU model next to
+the figures and writes benchmarks/results/bench_sweep.csv.
 
-`--compare FILE` (e.g. benchmarks/baseline/bench_sweep.csv, recorded on the machine named in
-it) prints each row's ratio new/old and exits 1 if any algorithm got more than `--tolerance`
-times slower. `--one-epsilon` times one ε per algorithm (the middle one) and uses it for all.
+`--compare FILE` (benchmarks/baseline/bench_sweep.csv is the committed baseline, recorded on the
+machine named in it) prints each row's ratio new/old and exits 1 if any algorithm got more than
+`--tolerance` times slower. `--one-epsilon` times one ε per algorithm (the middle one) and uses
+it for all.
 
     .venv/bin/python benchmarks/bench_sweep.py [--experiments glm_table2 ...] [--compare FILE]
 """
@@ -44,8 +46,9 @@ def cpu_seconds(work: object, *args: object) -> float:
     return time.process_time() - start
 
 
-def measure(name: str, exp: dict, one_epsilon: bool) -> list[dict[str, object]]:
-    """Rows (algorithm, ε, runs, CPU s per run) of one experiment, plus its instance builds."""
+def measure(name: str, exp: dict, one_epsilon: bool, repeat: int) -> list[dict[str, object]]:
+    """Rows (algorithm, ε, runs, CPU s per run: the least of `repeat` timings) of one
+    experiment, plus its instance builds."""
     shards = experiment_shards(name, exp)
     runs: dict[tuple[str, object], int] = defaultdict(int)
     first: dict[tuple[str, object], dict] = {}
@@ -53,7 +56,8 @@ def measure(name: str, exp: dict, one_epsilon: bool) -> list[dict[str, object]]:
         key = (shard.spec["algorithm"], shard.spec.get("epsilon"))
         runs[key] += len(shard.spec["trials"])
         first.setdefault(key, shard.spec)
-    build = cpu_seconds(build_instance, dict(shards[0].spec["instance"]))
+    build = min(cpu_seconds(build_instance, dict(shards[0].spec["instance"]))
+                for _ in range(repeat))
     rows = [{"experiment": name, "algorithm": "(instance build)", "epsilon": "",
              "runs": len(shards), "cpu_s_per_run": round(build, 4),
              "cpu_s_total": round(build * len(shards), 2)}]
@@ -65,7 +69,8 @@ def measure(name: str, exp: dict, one_epsilon: bool) -> list[dict[str, object]]:
         elif one_epsilon and epsilon != epsilons[len(epsilons) // 2]:
             continue
         else:
-            per_run = max(cpu_seconds(run_shard, {**spec, "trials": spec["trials"][:1]}) - build,
+            one_trial = {**spec, "trials": spec["trials"][:1]}
+            per_run = max(min(cpu_seconds(run_shard, one_trial) for _ in range(repeat)) - build,
                           0.0)
             timed[algorithm] = per_run
         rows.append({"experiment": name, "algorithm": algorithm,
@@ -108,6 +113,8 @@ def main() -> None:
     parser.add_argument("--compare", type=Path)
     parser.add_argument("--tolerance", type=float, default=1.5)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="time each row this many times and keep the least (load noise)")
     args = parser.parse_args()
     config = load_config(CONFIG)
     names = [n for n, e in config["experiments"].items() if e["group"] == "synthetic"
@@ -116,7 +123,7 @@ def main() -> None:
     print(machine_line())
     rows: list[dict[str, object]] = []
     for name in names:
-        measured = measure(name, config["experiments"][name], args.one_epsilon)
+        measured = measure(name, config["experiments"][name], args.one_epsilon, args.repeat)
         total = sum(float(r["cpu_s_total"]) for r in measured)
         print(f"{name:18s} {total / 60:7.2f} CPU-min  ({len(measured) - 1} algorithm × ε rows)",
               flush=True)

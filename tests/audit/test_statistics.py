@@ -29,7 +29,7 @@ def test_naive_bayes_weights_are_the_smoothed_log_ratios() -> None:
 
 
 def test_a_difference_in_one_later_action_is_caught() -> None:
-    """Round 0 after the change: action 1 in 80 % of runs on D0, never on D1 (issue 13)."""
+    """Round 0 after the change: action 1 in 80 % of runs on D0, never on D1."""
     rng = np.random.default_rng(3)
     t0 = _transcripts(rng, 200, 12, 0.8)
     t1 = _transcripts(rng, 200, 12, 0.0)

@@ -301,7 +301,7 @@ def test_warmup_count_margin_bounds_the_counter_noise() -> None:
     assert exceed_third / runs > zeta
 
 
-# ------------------------------------------------------------ code state ab8fd16 (issue 17)
+# ------------------------------------------------------------ code state ab8fd16 ------------
 
 
 def _ab8(info: ProblemInfo | None = None, eps: float = 4.0, **kw) -> pg.PrivateGLM:

@@ -162,7 +162,7 @@ def _context_audit(name: str, instance: dict[str, Any], other_norm: float | None
 
 PRIVATE_GLM_AUDITS = (
     _context_audit("Private-GLM@context-d2", GLM_PAIR, 0.36, 400, 1.0, paper_leaks=True,
-                   note="issue 13's pair (probit, d = 2, S = 4, T = 20, (1, 0.02)); "
+                   note="the smallest context pair (probit, d = 2, S = 4, T = 20, (1, 0.02)); "
                         + GLM_AUDIT_NOTE),
     _context_audit("Private-GLM@context-d3", {**GLM_PAIR, "d": 3}, 0.31, 400, 1.0,
                    paper_leaks=True, note=GLM_AUDIT_NOTE),
