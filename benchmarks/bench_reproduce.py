@@ -5,7 +5,8 @@ folder (a config overlay sets `results:` and `paper:` there), then reports: wall
 seconds of all processes, shard compute (the trials' own wall time, summed over every shard),
 compute ÷ wall (how busy the cores were with simulation rather than start-up and scheduling,
 ≤ N) and the jobs run, per experiment and in total, with the CPU model. Writes
-benchmarks/results/bench_reproduce_<scale>.csv.
+benchmarks/results/bench_reproduce_<scale>.csv and, per algorithm entry, ..._by_algorithm.csv
+(compare two code states entry by entry).
 
     .venv/bin/python benchmarks/bench_reproduce.py [--scale paper|smoke] [--cores 2]
         [--experiments glm_table2 ...]     (default: the default target, every synthetic one)
@@ -14,6 +15,7 @@ benchmarks/results/bench_reproduce_<scale>.csv.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
@@ -29,14 +31,25 @@ REPO = Path(__file__).parents[1]
 CONFIGS = {"paper": REPO / "config" / "config.yaml", "smoke": REPO / "config" / "smoke.yaml"}
 
 
-def shard_compute(results: Path) -> dict[str, tuple[int, float]]:
-    """Per experiment: (shards, Σ of the trials' wall seconds)."""
-    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+def shard_compute(results: Path) -> dict[tuple[str, str], tuple[int, float]]:
+    """Per (experiment, algorithm label): (shards, Σ of the trials' wall seconds)."""
+    out: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
     for path in results.glob("*/shards/**/*.h5"):
         with h5py.File(path, "r") as handle:
-            entry = out[path.relative_to(results).parts[0]]
+            algorithm = json.loads(handle.attrs["spec"])["algorithm"]
+            entry = out[(path.relative_to(results).parts[0], algorithm)]
             entry[0] += 1
             entry[1] += float(handle["wall_time"][()].sum())
+    return {key: (int(n), s) for key, (n, s) in sorted(out.items())}
+
+
+def per_experiment(compute: dict[tuple[str, str], tuple[int, float]]
+                   ) -> dict[str, tuple[int, float]]:
+    """The per-algorithm figures summed per experiment."""
+    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for (name, _), (n, s) in compute.items():
+        out[name][0] += n
+        out[name][1] += s
     return {name: (int(n), s) for name, (n, s) in sorted(out.items())}
 
 
@@ -65,7 +78,8 @@ def main() -> None:
         if proc.returncode != 0:
             sys.exit(f"snakemake failed:\n{proc.stderr[-3000:]}")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        compute = shard_compute(work / "results")
+        by_algorithm = shard_compute(work / "results")
+        compute = per_experiment(by_algorithm)
     total_shards = sum(n for n, _ in compute.values())
     total_compute = sum(s for _, s in compute.values())
     print(f"{args.scale} scale, --cores {args.cores}: {wall:.1f} s wall, {cpu:.1f} CPU-s, "
@@ -83,6 +97,10 @@ def main() -> None:
         row.update(wall_s="", cpu_s="", compute_over_wall="")
     suffix = f"_{scope}" if args.experiments else ""
     write_rows(RESULTS / f"bench_reproduce_{args.scale}{suffix}.csv", rows)
+    write_rows(RESULTS / f"bench_reproduce_{args.scale}{suffix}_by_algorithm.csv",
+               [{"cpu": model, "scale": args.scale, "experiment": name, "algorithm": algorithm,
+                 "shards": n, "shard_compute_s": round(s, 2)}
+                for (name, algorithm), (n, s) in by_algorithm.items()])
 
 
 if __name__ == "__main__":
