@@ -15,7 +15,9 @@ puts it at ≈ 1.7 times the claim, visible with 5·10⁴ runs; at δ = 10⁻⁵
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import logsumexp
@@ -24,6 +26,9 @@ from dpbandits.audit.spec import AuditSamples, AuditSpec
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.laplace import laplace_noise, laplace_scale
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
+
+if TYPE_CHECKING:
+    from dpbandits.privacy.tree import MatrixTree
 
 GAUSSIAN_POINT = (4.0, 0.02)  # Private-GLM Table 2's budget
 CHUNK_ENTRIES = 4_000_000  # Laplace draws per block of the shuffled-report audit
@@ -141,20 +146,9 @@ def tree(
     horizon, dim = 4, 2
     sensitivity = np.sqrt(2.0) if accounting == "strict" else 1.0
     sigma = tree_sigma(epsilon, delta, horizon, sensitivity) * noise_scale
-    leaves = (np.diag([1.0, 0.0]), np.diag([0.0, 1.0]))
-    scores = []
-    for leaf in leaves:
-        out = np.empty(runs)
-        for run in range(runs):
-            mech = MatrixTree(horizon, dim, sigma, rng, shift=0.0)
-            total = 0.0
-            for s in range(1, horizon + 1):
-                mech.update(leaf if s == 1 else None)
-                if s & (s - 1) == 0:
-                    q = mech.query_raw()
-                    total += q[1, 1] - q[0, 0]
-            out[run] = total
-        scores.append(out)
+    released = [1.0 if s & (s - 1) == 0 else 0.0 for s in range(1, horizon + 1)]
+    scores = _tree_scores(lambda: MatrixTree(horizon, dim, sigma, rng, shift=0.0), 1, released,
+                          runs)
     return AuditSamples(
         scores0=scores[0],
         scores1=scores[1],
@@ -164,6 +158,26 @@ def tree(
         statistic="Σ over releases s = 1, 2, 4 of Q22 − Q11 (likelihood ratio)",
         info={"sigma_node": float(sigma), "sensitivity_calibrated": float(sensitivity)},
     )
+
+
+def _tree_scores(make_tree: Callable[[], MatrixTree], leaf_round: int,
+                 weights: Sequence[float], runs: int) -> list[np.ndarray]:
+    """Σ_s w_s (Q₂₂ − Q₁₁)(s) over `runs` fresh trees per side: leaf `leaf_round` is e1e1ᵀ (D0)
+    or e2e2ᵀ (D1), the other leaves 0; releases with w_s = 0 are not queried."""
+    scores = []
+    for leaf in (np.diag([1.0, 0.0]), np.diag([0.0, 1.0])):
+        out = np.empty(runs)
+        for run in range(runs):
+            mech = make_tree()
+            total = 0.0
+            for s, weight in enumerate(weights, start=1):
+                mech.update(leaf if s == leaf_round else None)
+                if weight != 0.0:
+                    q = mech.query_raw()
+                    total += weight * (q[1, 1] - q[0, 0])
+            out[run] = total
+        scores.append(out)
+    return scores
 
 
 AB8FD16_TREE_T = 8  # the ab8fd16 tree audit's horizon: every release is observed
@@ -196,19 +210,8 @@ def _tree_ab8fd16(epsilon: float, delta: float, runs: int, rng: np.random.Genera
     else:
         sigma = tree_sigma(epsilon, delta, horizon, 1.0)
     sigma *= noise_scale
-    leaves = (np.diag([1.0, 0.0]), np.diag([0.0, 1.0]))
-    scores = []
-    for leaf in leaves:
-        out = np.empty(runs)
-        for run in range(runs):
-            mech = MatrixTree(horizon, dim, sigma, rng, cover="ab8fd16")
-            total = 0.0
-            for s in range(1, horizon + 1):
-                mech.update(leaf if s == worst else None)
-                q = mech.query_raw()
-                total += weights[s - 1] * (q[1, 1] - q[0, 0])
-            out[run] = total
-        scores.append(out)
+    scores = _tree_scores(lambda: MatrixTree(horizon, dim, sigma, rng, cover="ab8fd16"), worst,
+                          weights, runs)
     return AuditSamples(
         scores0=scores[0],
         scores1=scores[1],
