@@ -18,7 +18,7 @@ come from the workflow's `onstart`/`onsuccess` hooks (`plan_record`, `summary_re
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from logging import WARNING, LogRecord
 from typing import Any
@@ -99,14 +99,7 @@ class RunLog:
 
     def _job_started(self, record: LogRecord) -> None:
         rule = str(getattr(record, "rule_name", ""))
-        wildcards = getattr(record, "wildcards", None) or {}
-        experiment = None
-        if rule == "simulate" and "shard" in wildcards:
-            experiment = str(wildcards["shard"]).split("/")[0]
-        elif rule == "aggregate":
-            experiment = wildcards.get("experiment")
-        elif rule.startswith("outputs_"):
-            experiment = rule.removeprefix("outputs_")
+        experiment = experiment_of(rule, getattr(record, "wildcards", None) or {})
         self.jobs[int(record.jobid)] = (rule, experiment, self.clock())  # type: ignore[attr-defined]
 
     def _job_finished(self, job_id: int) -> list[str]:
@@ -163,14 +156,18 @@ def output_places(experiment: str, files: Iterable[str], paper: str) -> list[str
     return sorted(places)
 
 
-def _experiment_of(job: Any) -> str | None:
+def experiment_of(rule: str, wildcards: Mapping[str, Any]) -> str | None:
     """The experiment a simulate, aggregate or outputs job belongs to (None for the others)."""
-    name, wildcards = job.rule.name, job.wildcards_dict
-    if name == "simulate":
-        return str(wildcards.get("shard", "")).split("/")[0]
-    if name == "aggregate":
+    if rule == "simulate":
+        return str(wildcards["shard"]).split("/")[0] if "shard" in wildcards else None
+    if rule == "aggregate":
         return wildcards.get("experiment")
-    return name.removeprefix("outputs_") if name.startswith("outputs_") else None
+    return rule.removeprefix("outputs_") if rule.startswith("outputs_") else None
+
+
+def _experiment_of(job: Any) -> str | None:
+    """`experiment_of` for a Snakemake job object."""
+    return experiment_of(job.rule.name, job.wildcards_dict)
 
 
 def plan_record(jobs: Iterable[Any], needrun: Iterable[Any], shards: dict[str, int],
