@@ -119,7 +119,8 @@ def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _read_yaml(path: Path) -> Any:
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content; a missing or invalid file is one ConfigError line."""
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
@@ -151,7 +152,7 @@ def resolve_overlays(config: dict[str, Any], origin: Path | None = None,
         path = _locate(str(config["base"]), origin).resolve()
         if path in seen:
             raise ConfigError(f"config error at base: {str(path)!r} includes itself")
-        base = _read_yaml(path)
+        base = read_yaml(path)
         if not isinstance(base, dict):
             raise ConfigError(f"config file {str(path)!r} must be a mapping")
         base = resolve_overlays(base, path, (*seen, path))
@@ -200,7 +201,7 @@ def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[
 def load_config(path: str | Path) -> dict[str, Any]:
     """Read a YAML config (an overlay if it names a `base`) and validate it (with defaults)."""
     path = Path(path)
-    return validate_config(_read_yaml(path), path)
+    return validate_config(read_yaml(path), path)
 
 
 def slug(text: str) -> str:

@@ -18,9 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dpbandits.config import REPO_ROOT, resolve_overlays
+from dpbandits.config import REPO_ROOT, read_yaml, resolve_overlays
 
 PAPER_CONFIG = REPO_ROOT / "config" / "config.yaml"
 
@@ -29,9 +27,7 @@ _MARK: ContextVar[str | None] = ContextVar("dpbandits_scale_mark", default=None)
 
 @lru_cache(maxsize=4)
 def _read_paper_config(path: str) -> dict[str, Any]:
-    with open(path) as handle:
-        raw = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    return resolve_overlays(raw or {}, Path(path))
+    return resolve_overlays(read_yaml(Path(path)) or {}, Path(path))
 
 
 def paper_config(path: str | Path | None = None) -> dict[str, Any]:
