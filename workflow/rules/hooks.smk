@@ -27,7 +27,6 @@ onsuccess:
     from dpbandits.paper.render import summary_line_of  # pandas and scipy: only at the end
 
     line = summary_line_of(f"{PAPER}/reproduction.json")
-    logger.info(
-        f"dpbandits reproduction: {line} (details: {PAPER}/reproduction.md)" if line else "",
-        extra=summary_record(f"{line} (details: {PAPER}/reproduction.md)" if line else None),
-    )
+    verdicts = f"{line} (details: {PAPER}/reproduction.md)" if line else None
+    logger.info(f"dpbandits reproduction: {verdicts}" if verdicts else "",
+                extra=summary_record(verdicts))
