@@ -58,10 +58,10 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
     for _ in range(k):
         norms = np.einsum("ij,ij->i", residual, residual)
         norms[chosen] = -1.0
-        j = int(np.argmax(norms))
+        j = int(norms.argmax())
         chosen.append(j)
         u = residual[j] / np.sqrt(norms[j])
-        residual -= np.outer(residual @ u, u)
+        residual -= (residual @ u)[:, None] * u
     return np.array(chosen, dtype=int)
 
 
@@ -83,7 +83,7 @@ def frank_wolfe(
     it = 0
     while True:
         h = np.einsum("ij,ij->i", x @ v_inv, x)
-        j = int(np.argmax(h))
+        j = int(h.argmax())
         g = float(h[j])
         if g <= (1.0 + tol) * k or it >= max_iter:
             break
@@ -92,7 +92,7 @@ def frank_wolfe(
         weights[j] += step
         # ((1 − λ)V + λ x xᵀ)^{-1} by Sherman–Morrison.
         u = v_inv @ x[j]
-        v_inv = (v_inv - np.outer(u, u) * (step / (1.0 - step + step * g))) / (1.0 - step)
+        v_inv = (v_inv - u[:, None] * u * (step / (1.0 - step + step * g))) / (1.0 - step)
         it += 1
     g = float(leverages(x, weights).max())
     if g > 2 * k * (1 + 1e-9):

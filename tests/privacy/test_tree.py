@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 
 from dpbandits.errors import ConfigError
+from dpbandits.privacy.exact_noise import ExactNoise
 from dpbandits.privacy.tree import (
     MatrixTree,
     ab8fd16_nodes,
     cover_nodes,
+    exact_release_cost,
     leaf_weights,
     release_cost,
     release_matrices,
@@ -120,6 +122,24 @@ def test_noise_is_fixed_per_node_and_shared(eager: bool) -> None:
             if j in seen:  # a node keeps its noise across releases
                 assert np.array_equal(seen[j], z)
             seen[j] = z.copy()
+
+
+@pytest.mark.parametrize("cover", ["dyadic", "ab8fd16"])
+@pytest.mark.parametrize("exact", [False, True])
+def test_eager_release_noise_is_the_node_by_node_sum_bit_for_bit(cover: str, exact: bool) -> None:
+    """The precomputed cover sums of an eager tree equal adding the cover's node noises one by
+    one from zero, in cover order, exactly (what a lazy tree does)."""
+    rng = np.random.default_rng(5)
+    horizon = 45
+    tree = MatrixTree(horizon, 3, 1.3, rng, cover=cover, eager=True,
+                      noise=ExactNoise(np.random.default_rng(6)) if exact else None)
+    for _ in range(horizon):
+        tree.update(None)
+        total = np.zeros((3, 3))
+        for node in tree.cover():
+            total += tree.node_noise(node)
+        assert np.array_equal(tree.query_raw() - tree._data_sum(), total)
+        assert np.array_equal(tree._cover_noise(), total)
 
 
 def test_eager_draw_order_is_heap_order() -> None:
@@ -231,7 +251,7 @@ def test_release_cost_equals_the_dense_linear_gaussian_cost(horizon: int) -> Non
     for cover in ("dyadic", "ab8fd16"):
         a, b = release_matrices(horizon, cover)
         dense = np.einsum("ij,ij->j", a, np.linalg.solve(b @ b.T, a))
-        cost, leaf, heaviest = release_cost(horizon, cover)
+        cost, leaf, heaviest = exact_release_cost(horizon, cover)
         assert cost == pytest.approx(dense.max(), rel=1e-10)
         assert dense[leaf - 1] == pytest.approx(dense.max(), rel=1e-10)
         assert heaviest == a.max()
@@ -241,10 +261,32 @@ def test_release_cost_dyadic_is_the_path_length_and_ab8fd16_exceeds_it_at_paper_
     """Dyadic tree, T = 2^k: the first leaf is in h released nodes (exactly h). ab8fd16 at the
     Figure 1 horizons: 16.25 (T = 5000, h = 14) and 17.74 (T = 15 000, h = 15)."""
     for horizon in (8, 64, 256):
-        assert release_cost(horizon)[0] == pytest.approx(tree_height(horizon), rel=1e-12)
-    cost, leaf, heaviest = release_cost(5000, "ab8fd16")
+        assert exact_release_cost(horizon)[0] == pytest.approx(tree_height(horizon), rel=1e-12)
+    cost, leaf, heaviest = exact_release_cost(5000, "ab8fd16")
     assert (round(cost, 6), leaf, heaviest) == (16.250026, 4031, 12)
-    assert release_cost(15000, "ab8fd16")[0] == pytest.approx(17.736697, abs=1e-6)
+    assert exact_release_cost(15000, "ab8fd16")[0] == pytest.approx(17.736697, abs=1e-6)
+
+
+def test_release_cost_is_computed_once_per_cache(tmp_path, monkeypatch) -> None:
+    """Jobs of a run share the cost through the disk cache; a corrupt entry is recomputed."""
+    from dpbandits.privacy import tree
+
+    monkeypatch.setenv("DPBANDITS_CACHE", str(tmp_path))
+    tree._release_costs.clear()
+    expected = exact_release_cost(37, "ab8fd16")
+    assert release_cost(37, "ab8fd16") == expected
+    tree._release_costs.clear()
+
+    def boom(*_args):
+        raise AssertionError("recomputed instead of read from the cache")
+
+    monkeypatch.setattr(tree, "exact_release_cost", boom)
+    assert release_cost(37, "ab8fd16") == expected
+    (tmp_path / "release-cost-v1.json").write_text('{"37|ab8fd16": "corrupt"}')
+    tree._release_costs.clear()
+    with pytest.raises(AssertionError, match="recomputed"):
+        release_cost(37, "ab8fd16")
+    tree._release_costs.clear()
 
 
 def test_unknown_cover_is_one_error_line() -> None:

@@ -36,8 +36,8 @@ def draw_theta_and_contexts(
     Steps 1–3 of docs/glm.md, "Instance generator". Each arm takes d normals and then one
     uniform from the same generator, as the authors' per-arm loop draws them (which fixes their
     instance and its κ values); `_ball.ball_draws` makes those draws in C with numpy's own
-    distribution functions, and each arm is scaled to radius U^(1/d) with its norm from the same
-    dot product as `v @ v`.
+    distribution functions, and each arm is scaled to radius U^(1/d) with its norm from
+    `np.vecdot`, which calls the same BLAS dot per row as `v @ v`.
     """
     g = np.random.default_rng(seed)
     u = g.uniform(-1.0, 1.0, size=d)
@@ -47,7 +47,7 @@ def draw_theta_and_contexts(
     radii = np.empty(horizon * K)
     with g.bit_generator.lock:
         ball_draws(g.bit_generator.capsule, normals, radii, 1.0 / d)
-    norms = np.sqrt(np.fromiter((v @ v for v in normals), float, count=len(normals)))
+    norms = np.sqrt(np.vecdot(normals, normals))
     contexts = radii[:, None] * normals / norms[:, None]
     return theta, contexts.reshape(horizon, K, d)
 

@@ -6,27 +6,20 @@ replacement under the REPLACE_ONE relation (Wang–Balle–Kasiviswanathan 2019,
 authors' RDP orders (docs/glm.md, "DP-SGD and the RDP accountant"). The default engine evaluates
 the same bound as dp-accounting's `RdpAccountant` with numpy (all orders at once);
 `engine="dp_accounting"` calls the package.
-Results are memoised in-process and persisted in a JSON file under `$DPBANDITS_CACHE`
-(default `~/.cache/dpbandits`).
+Results are memoised in-process and persisted under `$DPBANDITS_CACHE` (`disk_memo`).
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import math
-import os
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln
 
-from dpbandits.atomic import write_text_atomic
+from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
-
-log = logging.getLogger(__name__)
 
 BASE_ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, *map(float, range(2, 65)),
                                   96.0, 128.0, 192.0, 256.0, 384.0, 512.0)
@@ -38,8 +31,7 @@ ENGINES = ("fast", "dp_accounting")
 
 _LOG2 = math.log(2.0)
 _LOG4 = math.log(4.0)
-_memo: dict[str, float] = {}
-_disk_loaded: set[str] = set()
+_memo = DiskMemo(CACHE_FILE)
 
 
 def rdp_orders(epsilon: float) -> tuple[float, ...]:
@@ -235,49 +227,9 @@ def _check(epsilon: float, delta: float, steps: int, n: int, batch: int, engine:
         raise ConfigError(f"engine = {engine!r} is not allowed; allowed: {', '.join(ENGINES)}")
 
 
-def cache_dir() -> Path:
-    """$DPBANDITS_CACHE, else ~/.cache/dpbandits."""
-    env = os.environ.get("DPBANDITS_CACHE")
-    return Path(env) if env else Path.home() / ".cache" / "dpbandits"
-
-
-def _cache_path() -> Path:
-    return cache_dir() / CACHE_FILE
-
-
-def _read_disk(path: Path) -> dict[str, float]:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
-    except (OSError, ValueError, TypeError):
-        return {}
-
-
-def _load_disk() -> None:
-    path = _cache_path()
-    if str(path) in _disk_loaded:
-        return
-    _disk_loaded.add(str(path))
-    for key, value in _read_disk(path).items():
-        _memo.setdefault(key, value)
-
-
-def _store(key: str, value: float) -> None:
-    _memo[key] = value
-    path = _cache_path()
-    try:
-        data = _read_disk(path)
-        data[key] = value
-        write_text_atomic(path, json.dumps(data, sort_keys=True))
-    except OSError as err:  # a read-only cache only costs recomputation
-        log.debug("accountant cache not written (%s)", err)
-
-
 def clear_memo() -> None:
     """Forget in-process results (the on-disk cache is re-read on next use)."""
     _memo.clear()
-    _disk_loaded.clear()
 
 
 def _key(kind: str, engine: str, *args: object) -> str:
@@ -300,12 +252,12 @@ def dpsgd_epsilon(sigma: float, delta: float, steps: int, n: int, batch: int,
     _check(1.0 if target_epsilon is None else target_epsilon, delta, steps, n, batch, engine)
     key = _key("eps", engine, float(sigma), float(delta), int(steps), int(n), int(batch),
                None if target_epsilon is None else float(target_epsilon))
-    _load_disk()
-    if key in _memo:
-        return _memo[key]
+    cached = _memo.get(key)
+    if isinstance(cached, float):
+        return cached
     orders = BASE_ORDERS if target_epsilon is None else rdp_orders(target_epsilon)
     value = _evaluate(sigma, delta, steps, n, batch, orders, engine)
-    _store(key, value)
+    _memo.put(key, value)
     return value
 
 
@@ -329,9 +281,9 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
     """
     _check(epsilon, delta, steps, n, batch, engine)
     key = _key("sigma", engine, float(epsilon), float(delta), int(steps), int(n), int(batch))
-    _load_disk()
-    if key in _memo:
-        return _memo[key]
+    cached = _memo.get(key)
+    if isinstance(cached, float):
+        return cached
     orders = rdp_orders(epsilon)
 
     def gap(log_sigma: float) -> float:
@@ -363,7 +315,7 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
         root = min(hi, root + step)
         step *= 2.0
     value = math.exp(root)
-    _store(key, value)
+    _memo.put(key, value)
     return value
 
 

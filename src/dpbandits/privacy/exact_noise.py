@@ -192,10 +192,13 @@ class ExactNoise:
         """`value` rounded to the nearest multiple of γ = grid(scale) (ties to even; exact)."""
         gamma = self.grid(scale)
         v = np.asarray(value, dtype=float)
+        # |v| ≥ 2^53 γ is already a multiple of γ (and v / γ might overflow).
+        large = np.abs(v) >= 2.0**53 * gamma
+        if not large.any():
+            return np.rint(v / gamma) * gamma
         with np.errstate(over="ignore", invalid="ignore"):
             snapped = np.rint(v / gamma) * gamma
-        # |v| ≥ 2^53 γ is already a multiple of γ (and v / γ might overflow).
-        return np.where(np.abs(v) >= 2.0**53 * gamma, v, snapped)
+        return np.where(large, v, snapped)
 
     def effective_sigma(self, sigma: float) -> float:
         """γ·⌈σ/γ⌉ ≥ σ: the standard deviation parameter `gaussian(sigma)` uses."""

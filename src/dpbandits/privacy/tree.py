@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import Noise
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
@@ -98,6 +99,17 @@ def query_nodes(count: int, height: int, cover: str = "dyadic") -> list[int]:
     raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
 
 
+@functools.lru_cache(maxsize=8)
+def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
+    """Row s: the nodes of `query_nodes(s)` in summation order, padded with 0 (no node)."""
+    covers = [query_nodes(s, height, cover) for s in range(horizon + 1)]
+    index = np.zeros((horizon + 1, max(map(len, covers))), dtype=np.intp)
+    for s, nodes in enumerate(covers):
+        index[s, : len(nodes)] = nodes
+    index.flags.writeable = False
+    return index
+
+
 def node_leaves(node: int, height: int) -> tuple[int, int]:
     """First and last leaf (1-based) under a heap-order node."""
     depth = node.bit_length() - 1
@@ -137,8 +149,22 @@ def release_matrices(horizon: int, cover: str = "dyadic") -> tuple[np.ndarray, n
     return a, b
 
 
-@functools.lru_cache(maxsize=16)
+_release_costs = DiskMemo("release-cost-v1.json")
+
+
 def release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int, int]:
+    """`exact_release_cost`, memoised across the processes of a run (it takes seconds at
+    T = 15000 and depends only on T and the cover)."""
+    key = f"{int(horizon)}|{cover}"
+    cached = _release_costs.get(key)
+    if isinstance(cached, list) and len(cached) == 3:
+        return float(cached[0]), int(cached[1]), int(cached[2])
+    value = exact_release_cost(int(horizon), cover)
+    _release_costs.put(key, list(value))
+    return value
+
+
+def exact_release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int, int]:
     """(c, ℓ*, w_max): c = max over leaves ℓ of a_ℓᵀ(BBᵀ)⁻¹a_ℓ for the T releases of
     `release_matrices`, the exact replace-one cost of the whole release sequence in units of
     Δ²/(2σ²) per node (ρ = c·Δ²/(2σ²)); the leaf that attains it; the largest weight of a leaf
@@ -254,6 +280,7 @@ class MatrixTree:
         self.count = 0
         self._prefix = np.zeros((dim, dim))
         self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
+        self._diagonal = np.diag_indices(self.dim)
         n_nodes = (1 << self.height) - 1
         if eager is None:
             eager = n_nodes * dim * dim <= EAGER_MAX_ENTRIES
@@ -264,6 +291,7 @@ class MatrixTree:
             self._noise_table = self._draw(n_nodes)
         self._noise_sum = np.zeros((dim, dim))
         self._noise_sum_count = 0
+        self._cover_sums: np.ndarray | None = None
         self.cover_kind = cover
         self._node_sums = np.zeros((n_nodes + 1, dim, dim)) if cover != "dyadic" else None
         self._nodes: tuple[int, list[int]] = (0, [])
@@ -333,7 +361,23 @@ class MatrixTree:
             return self._prefix
         return self._node_sums[self.cover()].sum(axis=0)
 
+    def _cover_noise_table(self) -> np.ndarray:
+        """Z_cover(s) for every count s of an eager tree, each summed node by node in cover
+        order from zero, exactly as `_cover_noise` sums one count."""
+        table = self._noise_table
+        assert table is not None
+        index = cover_index(self.horizon, self.height, self.cover_kind)
+        sums = np.zeros((self.horizon + 1, self.dim, self.dim))
+        for column in index.T:
+            live = column > 0
+            sums[live] += table[column[live] - 1]
+        return sums
+
     def _cover_noise(self) -> np.ndarray:
+        if self._noise_table is not None:
+            if self._cover_sums is None:
+                self._cover_sums = self._cover_noise_table()
+            return self._cover_sums[self.count]
         if self._noise_sum_count != self.count:
             total = np.zeros((self.dim, self.dim))
             if self.sigma_node > 0:
@@ -350,7 +394,7 @@ class MatrixTree:
         """shift·I + noisy prefix sum, symmetrised, without PSD repair (unbiased)."""
         out = self._data_sum() + self._cover_noise()
         out = 0.5 * (out + out.T)
-        out[np.diag_indices(self.dim)] += self.shift
+        out[self._diagonal] += self.shift
         return out
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:

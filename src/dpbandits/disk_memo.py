@@ -1,0 +1,67 @@
+"""Results that depend only on public constants, memoised in-process and in one JSON file per
+kind under `$DPBANDITS_CACHE` (default `~/.cache/dpbandits`), so that the jobs of a run share
+them. Files are replaced atomically; a lost or unreadable file only costs recomputation."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from dpbandits.atomic import write_text_atomic
+
+log = logging.getLogger(__name__)
+
+
+def cache_dir() -> Path:
+    """$DPBANDITS_CACHE, else ~/.cache/dpbandits."""
+    env = os.environ.get("DPBANDITS_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "dpbandits"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError, TypeError):
+        return {}
+
+
+class DiskMemo:
+    """A key → JSON value memo backed by `cache_dir()/filename` (re-read after `clear`)."""
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self._memo: dict[str, Any] = {}
+        self._loaded: set[Path] = set()
+
+    def path(self) -> Path:
+        return cache_dir() / self.filename
+
+    def get(self, key: str) -> Any | None:
+        """The stored value, or None."""
+        path = self.path()
+        if path not in self._loaded:
+            self._loaded.add(path)
+            for k, value in _read(path).items():
+                self._memo.setdefault(str(k), value)
+        return self._memo.get(key)
+
+    def put(self, key: str, value: Any) -> None:
+        """Remember `value` here and in the file (merged with what other processes wrote)."""
+        self._memo[key] = value
+        path = self.path()
+        try:
+            data = _read(path)
+            data[key] = value
+            write_text_atomic(path, json.dumps(data, sort_keys=True))
+        except OSError as err:  # a read-only cache only costs recomputation
+            log.debug("%s not written (%s)", path, err)
+
+    def clear(self) -> None:
+        """Forget in-process values (the file is re-read on next use)."""
+        self._memo.clear()
+        self._loaded.clear()
