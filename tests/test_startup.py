@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-HEAVY = ("dp_accounting", "scipy.stats", "seaborn", "matplotlib", "pandas")
+HEAVY = ("dp_accounting", "scipy.stats", "scipy.optimize", "seaborn", "matplotlib", "pandas")
 
 
 def test_simulate_and_all_registries_avoid_heavy_imports():
@@ -44,3 +44,13 @@ def test_figure_and_aggregation_jobs_do_not_load_scipy_stats():
                   "import numpy as np; welch_t_test(np.ones(3), np.arange(3.0))",
                   ("scipy.stats",)) == ["scipy.stats"]
 
+
+def test_policy_modules_load_scipy_optimize_only_where_a_solver_runs():
+    """Solvers (L-BFGS-B fits, projections, σ searches) import scipy.optimize when they run,
+    so a Private-GLM job whose calibrations are cached never loads it."""
+    imports = ("import dpbandits.policies.private_glm, dpbandits.policies.glm_ucb, "
+               "dpbandits.policies.ecolog, dpbandits.policies.shuffle_glm, dpbandits.glm")
+    assert loaded(imports, ("scipy.optimize",)) == []
+    solve = ("\nfrom dpbandits.privacy.dpsgd_ab8fd16 import noise_multiplier"
+             "\nnoise_multiplier(1.0, 1e-5, 10, 0.5)")
+    assert loaded(imports + solve, ("scipy.optimize",)) == ["scipy.optimize"]

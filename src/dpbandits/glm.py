@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, ndtr
 
 from dpbandits.links import Link
@@ -406,6 +405,8 @@ def compat_mle(
         f = -float(ll) + lam * float(theta @ theta)
         grad = X.T @ (mean(z) - r) + 2.0 * lam * theta
         return f, grad
+
+    from scipy.optimize import minimize  # heavy import: only jobs that fit by L-BFGS-B
 
     res = minimize(fun, theta0, jac=True, method="L-BFGS-B")
     success = bool(res.success)

@@ -225,13 +225,18 @@ def test_neighbour_environment_changes_only_user_t0() -> None:
     assert env.played == [(t, 1) for t in range(10)]
 
 
-def test_glm_pair_environment_keeps_the_table_free_and_rewards_equal() -> None:
+def test_glm_pair_environment_differs_only_in_user_zero() -> None:
+    """Both sides of a pair offer the same arms and rewards in every other round, in their
+    context tables (what policies that prepare a whole table read) as round by round."""
     instance = build_instance(dict(GLM_PAIR))
     a = NeighbourEnvironment(instance.environment(0), 0, arm_norm=1.0, other_norm=0.36)
     b = NeighbourEnvironment(instance.environment(0), 0, arm_norm=0.05, other_norm=0.36)
-    assert a.contexts is None and b.contexts is None
+    np.testing.assert_array_equal(a.contexts[1:], b.contexts[1:])
+    np.testing.assert_array_equal(a.contexts[0], a.arms(0))
+    np.testing.assert_array_equal(b.contexts[0], b.arms(0))
     for t in range(1, 20):
         np.testing.assert_array_equal(a.arms(t), b.arms(t))
+        np.testing.assert_allclose(a.contexts[t], a.arms(t), rtol=1e-15)
         assert a.pull(t, 2) == b.pull(t, 2)
     assert a.pull(0, 1) == b.pull(0, 1)
     np.testing.assert_allclose(a.arms(0), 20.0 * b.arms(0))

@@ -136,6 +136,7 @@ class GLMEnvironment(RoundEnvironment):
         self.info = instance.info
         self.rewards = rewards
         self.regrets = instance.best[:, None] - instance.means
+        self.contexts = instance.contexts
 
     @property
     def horizon(self) -> int:

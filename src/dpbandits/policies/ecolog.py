@@ -7,7 +7,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import expit
 
 from dpbandits.contract import ProblemInfo
@@ -276,6 +275,8 @@ def _bounded_multiplier(weights: np.ndarray, eigs: np.ndarray, target: float) ->
 
     def h(lam: float) -> float:
         return lam * target + float(np.sum(weights / (eigs + lam)))
+
+    from scipy.optimize import minimize_scalar  # heavy import, only for projections
 
     res = minimize_scalar(h, bounds=(0.0, PROJ_LAMBDA_MAX), method="bounded",
                           options={"maxiter": 500})

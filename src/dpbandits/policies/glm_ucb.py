@@ -6,7 +6,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import NonlinearConstraint, minimize
 
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
@@ -153,6 +152,8 @@ class GLMUCB(Policy):
             diff = g(theta) - target
             H = (X.T * link.dot(X @ theta)) @ X + ridge * np.eye(self.d)
             return 2.0 * H @ (self.V_inv @ diff)
+
+        from scipy.optimize import NonlinearConstraint, minimize  # heavy: only to project
 
         constraint = NonlinearConstraint(np.linalg.norm, 0.0, self.problem.S)
         res = minimize(fun, np.zeros(self.d), jac=jac, method="SLSQP", constraints=constraint)

@@ -32,7 +32,7 @@ from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy import dpsgd_ab8fd16
 from dpbandits.privacy.accountant import ENGINES
-from dpbandits.privacy.clipping import clip_arms
+from dpbandits.privacy.clipping import clip_arms, clip_table
 from dpbandits.privacy.dpsgd import (
     FitResult,
     dpsgd_fit,
@@ -455,12 +455,16 @@ class PrivateGLM(Policy):
         """Strict: contexts are private data, clipped to the unit ball that Δ_V, Δ_H assume."""
         return clip_arms(arms) if self.strict else arms
 
+    def prepare_table(self, table: np.ndarray) -> np.ndarray:
+        """`prepare_arms` of every round at once (the same rows, bit for bit)."""
+        return clip_table(table) if self.strict else table
+
     def select(self, t: int, arms: np.ndarray) -> int:
         c = self.const
         if self.strict:  # every round, so that a user's own contexts cannot decide the check
             self._criterion_two(t)
         m = _inverse_norms(arms, self.v_vals, self.v_vecs)
-        a = int(np.argmax(m))
+        a = int(m.argmax())
         if m[a] > c.thr_w:  # Criterion I
             self._warm = True
             x = arms[a]
@@ -481,9 +485,9 @@ class PrivateGLM(Policy):
             width = c.gamma * math.sqrt(c.kappa) * np.sqrt(
                 _inverse_norms(arms, self.v_vals, self.v_vecs))
             centre_w = arms @ self.theta_w
-            keep = centre_w + width >= np.max(centre_w - width)
+            keep = centre_w + width >= (centre_w - width).max()
             ucb = np.where(keep, ucb, -np.inf)
-        return int(np.argmax(ucb))
+        return int(ucb.argmax())
 
     def _criterion_two(self, t: int) -> None:
         """Switch and refit θ_τ when H_cur ⋠ f_sw·H_prev (generalised eigenvalue), until c₂."""

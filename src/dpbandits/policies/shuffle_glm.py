@@ -23,7 +23,7 @@ from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
-from dpbandits.privacy.clipping import clip_arms
+from dpbandits.privacy.clipping import clip_arms, clip_table
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
 from dpbandits.privacy.split import compose
 from dpbandits.privacy.tree import psd_repair
@@ -233,7 +233,7 @@ class ShuffleGLM(Policy):
             norm = np.sqrt(((x @ vecs) ** 2 / vals).sum(axis=1))
             width = self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0) * norm
             centre = x @ theta
-            alive = alive[centre + width >= np.max(centre - width)]
+            alive = alive[centre + width >= (centre - width).max()]
         return alive
 
     def _design_choice(self, points: np.ndarray) -> int:
@@ -245,6 +245,10 @@ class ShuffleGLM(Policy):
     def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
         """Strict: contexts are private data, clipped to the unit ball the summation assumes."""
         return clip_arms(arms) if self.accounting == "strict" else arms
+
+    def prepare_table(self, table: np.ndarray) -> np.ndarray:
+        """`prepare_arms` of every round at once (the same rows, bit for bit)."""
+        return clip_table(table) if self.accounting == "strict" else table
 
     def select(self, t: int, arms: np.ndarray) -> int:
         if self.batch == 0:

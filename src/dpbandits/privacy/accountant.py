@@ -15,7 +15,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import brentq
 from scipy.special import gammaln
 
 from dpbandits.disk_memo import DiskMemo
@@ -307,6 +306,8 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
                               "does not reach it")
         step *= 4.0
         lo, hi = hi, min(hi_b, hi + step)
+    from scipy.optimize import brentq  # heavy import: only when the result is not cached
+
     root = brentq(gap, lo, hi, xtol=1e-7, rtol=1e-12, maxiter=200)
     # Where ε(σ) jumps, the root may sit on the side with ε slightly above target: move to
     # the private side of the final bracket.

@@ -11,7 +11,6 @@ import functools
 import math
 
 import numpy as np
-from scipy.optimize import brentq
 
 from dpbandits.errors import ConfigError
 from dpbandits.links import Link
@@ -62,6 +61,8 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, q: float) -> floa
     if f_low < 0 and f_high < 0:
         raise ConfigError(f"epsilon = {epsilon!r} is not attainable by the ab8fd16 calibration "
                           f"at delta = {delta!r}: every σ in [{low:g}, {high:g}] is below it")
+    from scipy.optimize import brentq  # heavy import, only for this calibration
+
     return float(brentq(lambda s: claimed_epsilon(s, delta, steps, q, epsilon) - epsilon,
                         low, high, xtol=SIGMA_XTOL))
 

@@ -125,16 +125,21 @@ class PrivacyLedger:
 
     def partition_costs(self) -> dict[str, Cost]:
         """Sequential composition per partition, each including the every-record entries."""
-        shared = Cost()
-        parts: dict[str, Cost] = {}
-        for entry in self.entries:
-            if entry.partition == EVERY_RECORD:
-                shared = shared + Cost.of(entry)
+        sums: dict[str, list[float]] = {EVERY_RECORD: [0.0, 0.0, 0.0]}  # ε, δ, ρ
+        for entry in self.entries:  # the sums of `Cost.of` in entry order, without the +0.0s
+            total = sums.get(entry.partition)
+            if total is None:
+                total = sums[entry.partition] = [0.0, 0.0, 0.0]
+            n = entry.count
+            if entry.rho is not None:
+                total[2] += entry.rho * n
             else:
-                parts[entry.partition] = parts.get(entry.partition, Cost()) + Cost.of(entry)
-        if not parts:
+                total[0] += (entry.epsilon or 0.0) * n
+                total[1] += (entry.delta or 0.0) * n
+        shared = Cost(*sums.pop(EVERY_RECORD))
+        if not sums:
             return {EVERY_RECORD: shared}
-        return {name: cost + shared for name, cost in parts.items()}
+        return {name: Cost(*total) + shared for name, total in sums.items()}
 
     @property
     def rho_spent(self) -> float:

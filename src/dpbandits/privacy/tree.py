@@ -408,9 +408,9 @@ class MatrixTree:
         the identity and the eigen-decomposition is skipped.
         """
         raw = self.query_raw()
-        diag = np.diag(raw)
+        diag = raw.diagonal()
         radius = np.abs(raw).sum(axis=1) - np.abs(diag)
-        if np.all(diag - radius >= self.psd_floor):
+        if (diag - radius >= self.psd_floor).all():
             return raw
         vals, vecs = psd_repair(raw, self.psd_floor)
         return (vecs * vals) @ vecs.T
