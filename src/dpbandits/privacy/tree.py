@@ -225,7 +225,13 @@ def exact_release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int,
 
 def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrise and clip eigenvalues below at `floor`: (eigenvalues, eigenvectors)."""
-    vals, vecs = np.linalg.eigh(0.5 * (matrix + matrix.T))
+    return clipped_eigh(0.5 * (matrix + matrix.T), floor)
+
+
+def clipped_eigh(symmetric: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """`psd_repair` of a matrix that is already exactly symmetric (its symmetrisation is the
+    identity there: m + mᵀ = 2m exactly)."""
+    vals, vecs = np.linalg.eigh(symmetric)
     return np.maximum(vals, floor), vecs
 
 
@@ -399,7 +405,7 @@ class MatrixTree:
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
         """Eigen-decomposition (clipped eigenvalues, eigenvectors) of the PSD-repaired release."""
-        return psd_repair(self.query_raw(), self.psd_floor)
+        return clipped_eigh(self.query_raw(), self.psd_floor)  # query_raw is symmetric
 
     def query(self) -> np.ndarray:
         """The released matrix: noisy prefix sum + shift·I, PSD-repaired.
@@ -412,5 +418,5 @@ class MatrixTree:
         radius = np.abs(raw).sum(axis=1) - np.abs(diag)
         if (diag - radius >= self.psd_floor).all():
             return raw
-        vals, vecs = psd_repair(raw, self.psd_floor)
+        vals, vecs = clipped_eigh(raw, self.psd_floor)
         return (vecs * vals) @ vecs.T
