@@ -186,7 +186,8 @@ AB8FD16_TREE_T = 8  # the ab8fd16 tree audit's horizon: every release is observe
 def _tree_ab8fd16(epsilon: float, delta: float, runs: int, rng: np.random.Generator,
                   accounting: str, noise_scale: float) -> AuditSamples:
     """ab8fd16's tree (`MatrixTree(cover="ab8fd16")`), T = 8: the worst leaf ℓ* of
-    `release_cost` is e1e1ᵀ (D0) or e2e2ᵀ (D1), the other leaves 0; all 8 releases observed.
+    `exact_release_cost` is e1e1ᵀ (D0) or e2e2ᵀ (D1), the other leaves 0; all 8 releases observed
+    (computed here, never read from the cache: an audit trusts no stored cost).
 
     The releases are linear Gaussian, R = a_ℓ*·(leaf) + B z per coordinate, so
     Σ_s w_s (Q₂₂ − Q₁₁)(s) with w = (BBᵀ)⁻¹a_ℓ* is the likelihood-ratio statistic. Strict
@@ -195,14 +196,14 @@ def _tree_ab8fd16(epsilon: float, delta: float, runs: int, rng: np.random.Genera
     """
     from dpbandits.privacy.tree import (
         MatrixTree,
-        release_cost,
+        exact_release_cost,
         release_matrices,
         tree_height,
         tree_sigma,
     )
 
     horizon, dim = AB8FD16_TREE_T, 2
-    cost, worst, _ = release_cost(horizon, "ab8fd16")
+    cost, worst, _ = exact_release_cost(horizon, "ab8fd16")
     a, b = release_matrices(horizon, "ab8fd16")
     weights = np.linalg.solve(b @ b.T, a[:, worst - 1])
     if accounting == "strict":

@@ -194,7 +194,7 @@ class ExactNoise:
         v = np.asarray(value, dtype=float)
         # |v| ≥ 2^53 γ is already a multiple of γ (and v / γ might overflow).
         large = np.abs(v) >= 2.0**53 * gamma
-        if not large.any():
+        if v.ndim and not large.any():
             return np.rint(v / gamma) * gamma
         with np.errstate(over="ignore", invalid="ignore"):
             snapped = np.rint(v / gamma) * gamma

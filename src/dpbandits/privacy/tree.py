@@ -157,11 +157,21 @@ def release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int, int]:
     T = 15000 and depends only on T and the cover)."""
     key = f"{int(horizon)}|{cover}"
     cached = _release_costs.get(key)
-    if isinstance(cached, list) and len(cached) == 3:
+    if _valid_cost(cached, int(horizon)):
         return float(cached[0]), int(cached[1]), int(cached[2])
     value = exact_release_cost(int(horizon), cover)
     _release_costs.put(key, list(value))
     return value
+
+
+def _valid_cost(value: object, horizon: int) -> bool:
+    """A cached (c, ℓ*, w_max) of the right types and range (anything else is recomputed)."""
+    if not (isinstance(value, list) and len(value) == 3):
+        return False
+    cost, leaf, heaviest = value
+    return (isinstance(cost, float) and math.isfinite(cost) and cost > 0
+            and all(isinstance(v, int) and not isinstance(v, bool) for v in (leaf, heaviest))
+            and 1 <= leaf <= horizon and heaviest >= 1)
 
 
 def exact_release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int, int]:
@@ -230,7 +240,7 @@ def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np
 
 def clipped_eigh(symmetric: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """`psd_repair` of a matrix that is already exactly symmetric (its symmetrisation is the
-    identity there: m + mᵀ = 2m exactly)."""
+    identity there: m + mᵀ = 2m exactly, for entries below 2^1023 in magnitude)."""
     vals, vecs = np.linalg.eigh(symmetric)
     return np.maximum(vals, floor), vecs
 
