@@ -4,7 +4,10 @@
 #   snakemake --cores N --configfile config/smoke.yaml    the same, tiny
 from snakemake.utils import min_version
 
+from dpbandits import scheduler_timer
+
 min_version("9.0")
+scheduler_timer.install()  # one pending re-evaluation timer (src/dpbandits/scheduler_timer.py)
 
 if not config:
 
