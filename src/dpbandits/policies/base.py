@@ -11,6 +11,7 @@ from dpbandits.contract import FixedActionEnvironment, ProblemInfo, RunResult
 from dpbandits.errors import ConfigError
 from dpbandits.params import Declaration, validate
 from dpbandits.params import defaults as param_defaults
+from dpbandits.privacy.clipping import clip_arms, clip_table
 from dpbandits.privacy.ledger import ACCOUNTING_MODES, PrivacyLedger
 
 
@@ -80,13 +81,20 @@ class Policy:
     def begin(self, env: Any) -> None:
         """Called by the runner before the first round (read what the run needs from env)."""
 
+    @property
+    def clips_contexts(self) -> bool:
+        """Whether arm features are clipped to the unit ball before any use (the sensitivity
+        arguments of private policies assume it)."""
+        return False
+
     def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
-        """The arm features the policy acts on, from the environment's (e.g. clipped)."""
-        return arms
+        """The arm features the policy acts on, from the environment's (clipped if it clips)."""
+        return clip_arms(arms) if self.clips_contexts else arms
 
     def prepare_table(self, table: np.ndarray) -> np.ndarray | None:
-        """`prepare_arms` of a whole pre-drawn (T, K, d) table at once, or None (per round)."""
-        return None
+        """`prepare_arms` of a whole pre-drawn (T, K, d) table at once (the same rows, bit for
+        bit), or None (per round: nothing to prepare)."""
+        return clip_table(table) if self.clips_contexts else None
 
     def select(self, t: int, arms: np.ndarray) -> int:
         raise NotImplementedError

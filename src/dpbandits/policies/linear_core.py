@@ -24,7 +24,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.linalg import symmetric
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
-from dpbandits.privacy.clipping import clip_arms, clip_reward, clip_table
+from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.exact_noise import (
     Noise,
     discrete_gaussian,
@@ -294,13 +294,10 @@ class LinearPolicy(Policy):
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         raise NotImplementedError
 
-    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
-        """Features are clipped to the unit ball before any use (the paper's Assumption 1)."""
-        return clip_arms(arms)
-
-    def prepare_table(self, table: np.ndarray) -> np.ndarray:
-        """A pre-drawn (T, K, d) context table is clipped once, up front."""
-        return clip_table(table)
+    @property
+    def clips_contexts(self) -> bool:
+        """Always: features in the unit ball is the paper's Assumption 1."""
+        return True
 
     def select(self, t: int, arms: np.ndarray) -> int:
         """The action for round t on already prepared (clipped) arms."""

@@ -32,7 +32,6 @@ from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy import dpsgd_ab8fd16
 from dpbandits.privacy.accountant import ENGINES
-from dpbandits.privacy.clipping import clip_arms, clip_table
 from dpbandits.privacy.dpsgd import (
     FitResult,
     dpsgd_fit,
@@ -451,13 +450,10 @@ class PrivateGLM(Policy):
         else:
             self.theta_tau = fit.theta
 
-    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+    @property
+    def clips_contexts(self) -> bool:
         """Strict: contexts are private data, clipped to the unit ball that Δ_V, Δ_H assume."""
-        return clip_arms(arms) if self.strict else arms
-
-    def prepare_table(self, table: np.ndarray) -> np.ndarray:
-        """`prepare_arms` of every round at once (the same rows, bit for bit)."""
-        return clip_table(table) if self.strict else table
+        return self.strict
 
     def select(self, t: int, arms: np.ndarray) -> int:
         c = self.const

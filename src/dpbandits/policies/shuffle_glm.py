@@ -23,7 +23,6 @@ from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
-from dpbandits.privacy.clipping import clip_arms, clip_table
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
 from dpbandits.privacy.split import compose
 from dpbandits.privacy.tree import psd_repair
@@ -242,13 +241,10 @@ class ShuffleGLM(Policy):
         weights = np.clip(g_optimal_design(points, tol=self.design_tol), 0.0, None)
         return int(self.rng.choice(points.shape[0], p=weights / weights.sum()))
 
-    def prepare_arms(self, arms: np.ndarray) -> np.ndarray:
+    @property
+    def clips_contexts(self) -> bool:
         """Strict: contexts are private data, clipped to the unit ball the summation assumes."""
-        return clip_arms(arms) if self.accounting == "strict" else arms
-
-    def prepare_table(self, table: np.ndarray) -> np.ndarray:
-        """`prepare_arms` of every round at once (the same rows, bit for bit)."""
-        return clip_table(table) if self.accounting == "strict" else table
+        return self.accounting == "strict"
 
     def select(self, t: int, arms: np.ndarray) -> int:
         if self.batch == 0:
