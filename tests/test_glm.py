@@ -217,20 +217,3 @@ def test_growing_newton_is_bitwise_reproducible_and_matches_its_stats() -> None:
         runs.append((np.array(thetas).tobytes(), vars(stats)))
     assert runs[0] == runs[1]
     assert runs[0][1]["capped"] > 0  # the norm cap (ball model step) was exercised
-
-
-def test_direct_lapack_helpers_equal_numpy() -> None:
-    g = np.random.default_rng(13)
-    for d in (2, 3, 5):
-        B = g.normal(size=(d, d))
-        A = B @ B.T + 0.1 * np.eye(d)
-        b = g.normal(size=d)
-        assert glm.solve_vector(A, b).tobytes() == np.linalg.solve(A, b).tobytes()
-        eigs, Q = glm.eigh_lower(A)
-        want = np.linalg.eigh(A)
-        assert eigs.tobytes() == want[0].tobytes() and Q.tobytes() == want[1].tobytes()
-        assert logdet(A) == float(np.linalg.slogdet(A)[1])
-        X = g.normal(size=(9, d))
-        assert quad_forms(X, A).tobytes() == np.einsum("ij,ij->i", X @ A, X).tobytes()
-    with pytest.raises(np.linalg.LinAlgError):
-        glm.solve_vector(np.zeros((3, 3)), np.ones(3))

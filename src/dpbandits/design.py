@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbandits import small_linalg
 from dpbandits.errors import ConfigError
 
 RANK_TOL = 1e-10
@@ -32,7 +33,7 @@ class Design:
 
 def span_basis(points: np.ndarray) -> np.ndarray:
     """Orthonormal rows U (k × d) of the row span by thin SVD, rank tolerance 1e-10·max(1, s₁)."""
-    _, s, vt = np.linalg.svd(points, full_matrices=False)
+    _, s, vt = small_linalg.svd_thin(points)
     if s.size == 0:
         return np.zeros((0, points.shape[1]))
     k = int(np.sum(s > RANK_TOL * max(1.0, float(s[0]))))
@@ -42,9 +43,9 @@ def span_basis(points: np.ndarray) -> np.ndarray:
 def leverages(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """h_j = x_jᵀ V(π)^{-1} x_j with V(π) = Σ π_j x_j x_jᵀ, by Cholesky."""
     v = (x * weights[:, None]).T @ x
-    chol = np.linalg.cholesky(v)
-    z = np.linalg.solve(chol, x.T)
-    return np.einsum("ij,ij->j", z, z)
+    chol = small_linalg.cholesky(v)
+    z = small_linalg.solve(chol, x.T)
+    return small_linalg.einsum("ij,ij->j", z, z)
 
 
 def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
@@ -56,7 +57,7 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
     k = x.shape[1]
     chosen: list[int] = []
     for _ in range(k):
-        norms = np.einsum("ij,ij->i", residual, residual)
+        norms = small_linalg.einsum("ij,ij->i", residual, residual)
         norms[chosen] = -1.0
         j = int(norms.argmax())
         chosen.append(j)
@@ -79,10 +80,10 @@ def frank_wolfe(
     start = greedy_spanning_set(x)
     weights[start] = 1.0 / k
     xs = x[start]
-    v_inv = np.linalg.solve(xs.T @ xs / k, np.eye(k))
+    v_inv = small_linalg.solve(xs.T @ xs / k, np.eye(k))
     it = 0
     while True:
-        h = np.einsum("ij,ij->i", x @ v_inv, x)
+        h = small_linalg.einsum("ij,ij->i", x @ v_inv, x)
         j = int(h.argmax())
         g = float(h[j])
         if g <= (1.0 + tol) * k or it >= max_iter:

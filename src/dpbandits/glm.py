@@ -8,15 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, ndtr
 
+from dpbandits import small_linalg
 from dpbandits.links import Link
-
-try:  # the compiled kernels behind np.einsum (optimize=False), np.linalg.solve and slogdet
-    from numpy._core.multiarray import c_einsum as _einsum
-    from numpy.linalg._umath_linalg import eigh_lo as _EIGH_LO
-    from numpy.linalg._umath_linalg import slogdet as _SLOGDET
-    from numpy.linalg._umath_linalg import solve1 as _SOLVE1
-except ImportError:  # pragma: no cover - other numpy layouts
-    _einsum, _EIGH_LO, _SLOGDET, _SOLVE1 = np.einsum, None, None, None
 
 SOLVERS = ("compat", "newton")
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
@@ -103,29 +96,6 @@ def _link_values_into(link: Link, z: np.ndarray, out: Values) -> None:
         mu[...] = link.mean(z)
         mudot[...] = link.dot(z)
         pot[...] = link.potential(z)
-
-
-def solve_vector(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """`np.linalg.solve(a, b)` for a float64 matrix and vector: the same LAPACK gufunc, called
-    without the wrapper's checks (the wrapper runs, and raises, when the result is not finite)."""
-    if _SOLVE1 is not None:
-        with np.errstate(all="ignore"):
-            x = _SOLVE1(a, b, signature="dd->d")
-        if math.isfinite(sum(x.tolist())):
-            return x
-    return np.linalg.solve(a, b)
-
-
-def eigh_lower(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.linalg.eigh(a)` (lower triangle) for a small float64 matrix: the same LAPACK gufunc
-    without the wrapper's checks (the wrapper runs, and raises, when the result is not finite;
-    a failed decomposition then also warns once about the invalid value)."""
-    if _EIGH_LO is not None:
-        eigs, vectors = _EIGH_LO(a, signature="d->dd")
-        if math.isfinite(sum(eigs.tolist()) + sum(vectors.ravel().tolist())):
-            return eigs, vectors
-    eigs, vectors = np.linalg.eigh(a)
-    return eigs, vectors
 
 
 class _Buffers:
@@ -242,7 +212,7 @@ def _newton(
         H = weighted_t @ X
         H += ridge
         try:
-            p = -solve_vector(H, g)
+            p = -small_linalg.solve(H, g)
         except np.linalg.LinAlgError:
             break
         if cap is not None:
@@ -444,17 +414,13 @@ def sherman_morrison(A_inv: np.ndarray, x: np.ndarray, w: float = 1.0) -> float:
 
 def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
     """Row-wise xᵢᵀAxᵢ for the rows of X."""
-    return _einsum("ij,ij->i", X @ A, X)
+    return small_linalg.einsum("ij,ij->i", X @ A, X)
 
 
 def logdet(A: np.ndarray) -> float:
     """log det A via slogdet, −∞ when the sign is ≤ 0."""
-    if (_SLOGDET is not None and isinstance(A, np.ndarray) and A.dtype == np.float64
-            and A.ndim == 2 and A.shape[0] == A.shape[1]):
-        sign, value = _SLOGDET(A, signature="d->dd")
-    else:
-        sign, value = np.linalg.slogdet(A)
-    return float(value) if sign > 0 else -math.inf
+    sign, value = small_linalg.slogdet(A)
+    return value if sign > 0 else -math.inf
 
 
 def secular_root(weights: np.ndarray, eigs: np.ndarray, target: float, upper: float) -> float:

@@ -446,6 +446,17 @@ def test_both_satisfy_the_protocol() -> None:
 # ------------------------------------------------------------------------------- errors
 
 
+def test_grid_of_a_float_equals_the_validated_path() -> None:
+    """Python floats take a short path; numpy floats the validating one: the same γ."""
+    noise = ExactNoise(np.random.default_rng(0))
+    scales = [2.0**-1000, 2.0**1000, 1.0, 0.75, 3.0, 2.0**20, math.nextafter(1.0, 0.0)]
+    scales += list(np.exp(np.random.default_rng(1).uniform(-600.0, 600.0, 500)))
+    for scale in scales:
+        gamma = noise.grid(float(scale))
+        assert gamma == noise.grid(np.float64(scale))
+        assert 2.0**GRID_BITS <= float(scale) / gamma < 2.0**(GRID_BITS + 1)
+
+
 @pytest.mark.parametrize(
     ("call", "name"),
     [

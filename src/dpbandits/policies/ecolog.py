@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import expit
 
+from dpbandits import small_linalg
 from dpbandits.contract import ProblemInfo
-from dpbandits.glm import eigh_lower, quad_forms, secular_root, sherman_morrison
+from dpbandits.glm import quad_forms, secular_root, sherman_morrison
 from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies._glm_common import (
     confidence_delta,
@@ -113,7 +114,7 @@ class ECOLog(Policy):
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Two online steps, the Ṽ update and the cumulative-loss term."""
         self.n += 1
-        eigs, Q = eigh_lower(self.V)
+        eigs, Q = small_linalg.eigh(self.V)
         root = np.sqrt(eigs)
         iters = ecolog_iterations(self.diam, self.n)
         a = (Q.T @ x) / root

@@ -24,9 +24,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits import small_linalg
 from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
+from dpbandits.glm import logdet
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
@@ -130,13 +132,7 @@ def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> f
     """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0."""
     w = vecs / np.sqrt(vals)
     m = w.T @ a @ w
-    return float(np.linalg.eigvalsh(0.5 * (m + m.T))[-1])
-
-
-def _logdet(matrix: np.ndarray) -> float:
-    """ln det of a released (positive definite) matrix; −∞ if it is not."""
-    sign, value = np.linalg.slogdet(matrix)
-    return float(value) if sign > 0 else -math.inf
+    return float(small_linalg.eigvalsh(0.5 * (m + m.T))[-1])
 
 
 def _inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
@@ -507,7 +503,7 @@ class PrivateGLM(Policy):
             return
         self.h_prev = self.h_cur
         self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
-        self.logdet_prev = max(self.logdet_prev, _logdet(self.h_prev))
+        self.logdet_prev = max(self.logdet_prev, logdet(self.h_prev))
         self.switch_times.append(t)
         self._fit(t, 1)
         self.n2 += 1
@@ -517,7 +513,7 @@ class PrivateGLM(Policy):
     def _refresh_h(self) -> None:
         self.h_cur = self.htree.query()
         if self.ab8fd16:
-            self.logdet_cur = max(self.logdet_cur, _logdet(self.h_cur))
+            self.logdet_cur = max(self.logdet_cur, logdet(self.h_cur))
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         if self.strict:

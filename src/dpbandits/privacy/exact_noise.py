@@ -181,6 +181,8 @@ class ExactNoise:
 
     def grid(self, scale: float) -> float:
         """γ = 2^(⌊log2 scale⌋ − GRID_BITS), so that scale/γ ∈ [2^20, 2^21)."""
+        if type(scale) is float and MIN_SCALE <= scale <= MAX_SCALE:  # the common case, checked
+            return math.ldexp(1.0, math.frexp(scale)[1] - 1 - GRID_BITS)
         value = _positive(scale, "scale")
         if not MIN_SCALE <= value <= MAX_SCALE:
             raise ConfigError(

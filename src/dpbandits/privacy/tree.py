@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from dpbandits import small_linalg
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import Noise
@@ -241,7 +242,7 @@ def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np
 def clipped_eigh(symmetric: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     """`psd_repair` of a matrix that is already exactly symmetric (its symmetrisation is the
     identity there: m + mᵀ = 2m exactly, for entries below 2^1023 in magnitude)."""
-    vals, vecs = np.linalg.eigh(symmetric)
+    vals, vecs = small_linalg.eigh(symmetric)
     return np.maximum(vals, floor), vecs
 
 

@@ -1,0 +1,89 @@
+"""numpy.linalg's LAPACK kernels for small float64 arrays, called without the per-call wrapper.
+
+`np.linalg.eigh`, `eigvalsh`, `solve`, `cholesky`, `svd` and `slogdet` check their input and
+enter an `errstate` context on every call: 3–4 µs, as long as the LAPACK work on a 5 × 5
+matrix, in loops that call them once per round. The functions here call the same compiled
+gufuncs with the same signatures, so they return the same bits. A failed or singular
+decomposition fills every output with NaN; when the output checked is not finite, they call
+`np.linalg` itself, which raises its LinAlgError (LAPACK's invalid-value flag may then also
+warn once) or returns the same non-finite result. `einsum` is the
+compiled kernel behind `np.einsum(..., optimize=False)`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+try:
+    from numpy._core.multiarray import c_einsum as einsum
+    from numpy.linalg import _umath_linalg as _kernels
+except ImportError:  # pragma: no cover - other numpy layouts: the public functions
+    einsum, _kernels = np.einsum, None
+
+__all__ = ["cholesky", "eigh", "eigvalsh", "einsum", "slogdet", "solve", "svd_thin"]
+
+
+def _finite(array: np.ndarray) -> bool:
+    """Every entry finite (their sum is finite only then, barring overflow)."""
+    return math.isfinite(sum(array.ravel().tolist()))
+
+
+def eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors from the lower triangle."""
+    if _kernels is not None:
+        vals, vecs = _kernels.eigh_lo(a, signature="d->dd")
+        if _finite(vals):
+            return vals, vecs
+    vals, vecs = np.linalg.eigh(a)
+    return vals, vecs
+
+
+def eigvalsh(a: np.ndarray) -> np.ndarray:
+    """`np.linalg.eigvalsh(a)`: eigenvalues (ascending) from the lower triangle."""
+    if _kernels is not None:
+        vals = _kernels.eigvalsh_lo(a, signature="d->d")
+        if _finite(vals):
+            return vals
+    return np.linalg.eigvalsh(a)
+
+
+def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """`np.linalg.solve(a, b)` for a square matrix and a vector or matrix right-hand side."""
+    if _kernels is not None:
+        kernel = _kernels.solve1 if np.ndim(b) == 1 else _kernels.solve
+        with np.errstate(all="ignore"):  # a singular `a` sets the invalid flag
+            x = kernel(a, b, signature="dd->d")
+        if _finite(x):
+            return x
+    return np.linalg.solve(a, b)
+
+
+def cholesky(a: np.ndarray) -> np.ndarray:
+    """`np.linalg.cholesky(a)`: the lower factor."""
+    if _kernels is not None:
+        with np.errstate(all="ignore"):  # a matrix that is not positive definite sets it too
+            factor = _kernels.cholesky_lo(a, signature="d->d")
+        if _finite(factor):
+            return factor
+    return np.linalg.cholesky(a)
+
+
+def svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`np.linalg.svd(a, full_matrices=False)`: (U, s, Vᵀ)."""
+    if _kernels is not None:
+        u, s, vt = _kernels.svd_s(a, signature="d->ddd")
+        if _finite(s):
+            return u, s, vt
+    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    return u, s, vt
+
+
+def slogdet(a: np.ndarray) -> tuple[float, float]:
+    """`np.linalg.slogdet(a)` of a square float64 matrix: (sign, ln |det a|)."""
+    if _kernels is not None and isinstance(a, np.ndarray) and a.dtype == np.float64:
+        sign, value = _kernels.slogdet(a, signature="d->dd")
+    else:
+        sign, value = np.linalg.slogdet(a)
+    return float(sign), float(value)
