@@ -6,10 +6,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, ndtr
 
 from dpbandits import small_linalg
 from dpbandits.links import Link
+from dpbandits.scipy_kernels import special
+
+expit, ndtr = special.expit, special.ndtr
 
 SOLVERS = ("compat", "newton")
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)

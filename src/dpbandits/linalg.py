@@ -4,7 +4,8 @@ A = LLᵀ from the lower triangle, A⁻¹b, draws N(0, A⁻¹), widths ‖x‖_{
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import blas, lapack
+
+from dpbandits.scipy_kernels import blas, lapack
 
 
 def cholesky(a: np.ndarray) -> np.ndarray:

@@ -7,7 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, log_ndtr, ndtr
+
+from dpbandits.scipy_kernels import special
+
+expit, log_ndtr, ndtr = special.expit, special.log_ndtr, special.ndtr
 
 Array = np.ndarray
 

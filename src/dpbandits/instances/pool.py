@@ -13,14 +13,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
 
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import InstanceKind
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number, validate
+from dpbandits.scipy_kernels import special
 from dpbandits.seeding import reward_rng
+
+expit = special.expit
 
 MEAN_MODELS = ("logistic", "linear")
 

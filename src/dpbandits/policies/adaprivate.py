@@ -12,7 +12,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg.blas import daxpy
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
@@ -34,6 +33,9 @@ from dpbandits.privacy.subsampled import (
     amp_sigma,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
+from dpbandits.scipy_kernels import blas
+
+daxpy = blas.daxpy
 
 MEAN_GRAMS = ("batch_start", "current")
 ORDER_SETS = ("paper", "extended", "auto")

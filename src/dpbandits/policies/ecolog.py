@@ -7,7 +7,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
 
 from dpbandits import small_linalg
 from dpbandits.contract import ProblemInfo
@@ -17,6 +16,9 @@ from dpbandits.policies._glm_common import (
     confidence_delta,
 )
 from dpbandits.policies.base import Policy
+from dpbandits.scipy_kernels import special
+
+expit = special.expit
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import blas
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
@@ -38,6 +37,7 @@ from dpbandits.policies.linear_core import (
     ucb_index,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
+from dpbandits.scipy_kernels import blas
 
 _dsyr, _dtrsm, _dtrsv = blas.dsyr, blas.dtrsm, blas.dtrsv
 CHUNK_MIN, CHUNK_MAX = 8, 256  # rounds scored per call by a frozen policy on a table

@@ -12,7 +12,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import lapack
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, ProblemInfo
@@ -25,6 +24,7 @@ from dpbandits.policies.linear_core import (
     ucb_index,
 )
 from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
+from dpbandits.scipy_kernels import lapack
 
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6

@@ -17,7 +17,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import blas, lapack
 
 from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
@@ -32,6 +31,7 @@ from dpbandits.privacy.exact_noise import (
     noise_for,
 )
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
+from dpbandits.scipy_kernels import blas, lapack
 
 ZCDP_CONVERSIONS = ("classic", "tight")
 SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)

@@ -15,10 +15,12 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import gammaln
 
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
+from dpbandits.scipy_kernels import special
+
+gammaln = special.gammaln
 
 BASE_ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, *map(float, range(2, 65)),
                                   96.0, 128.0, 192.0, 256.0, 384.0, 512.0)

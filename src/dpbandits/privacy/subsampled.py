@@ -12,10 +12,12 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import gammaln, logsumexp
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.zcdp import rho_from_epsilon
+from dpbandits.scipy_kernels import special
+
+gammaln = special.gammaln
 
 PAPER_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8, 16, 32, 64)
 EXTENDED_ORDERS: tuple[int, ...] = (*PAPER_ORDERS, 128, 256)
@@ -42,6 +44,8 @@ def _check_delta(delta: float) -> None:
 
 def _log_rdp_sums(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     """ln Σ_{j≤α} C(α,j)(1−q)^{α−j} q^j exp((j²−j)/(2σ²)) for every α at once, in log space."""
+    from scipy.special import logsumexp  # scipy.special's package import: only where it runs
+
     j = np.arange(int(alphas.max()) + 1, dtype=float)[None, :]
     a = alphas.astype(float)[:, None]
     valid = j <= a
