@@ -2,11 +2,12 @@
 
 Runs the first shard of (experiment, algorithm[, ε]) of config/config.yaml, limited to
 `--trials` trials, `--repeat` times under each source tree, alternating, each in a fresh
-one-thread process that builds the instance untimed; prints every timing and min(before) ÷
-min(after). On a shared machine single timings vary by up to 2×; runs made side by side see the
-same load, so their ratio holds where absolute seconds do not. The revision is checked out into
-a temporary git worktree; its C extensions are copied from this tree when their sources are
-unchanged, else built there.
+one-thread process that imports the policy's module and builds the instance untimed, with a
+disk cache of its own per tree (so both trees start cold); prints every timing and
+min(before) ÷ min(after). On a shared machine single timings vary by up to 2×; runs made side
+by side see the same load, so their ratio holds where absolute seconds do not. The revision is
+checked out into a temporary git worktree; its C extensions are copied from this tree when
+their sources and setup.py are unchanged, else built there.
 
     .venv/bin/python benchmarks/bench_ab.py [REV [EXPERIMENT ALGORITHM]] [--epsilon E]
         [--trials 5] [--repeat 3]
@@ -15,6 +16,7 @@ unchanged, else built there.
 from __future__ import annotations
 
 import argparse
+import importlib.machinery
 import json
 import os
 import shutil
@@ -32,8 +34,10 @@ EXTENSIONS = ("src/dpbandits/privacy/_exact", "src/dpbandits/instances/_ball")
 TIMED = """
 import json, sys, time
 from dpbandits.instances.registry import build_instance
+from dpbandits.policies import get_policy_class
 from dpbandits.simulate import run_shard
 spec = json.loads(sys.argv[1])
+get_policy_class(spec["policy"])
 start = time.process_time(); build_instance(dict(spec["instance"]))
 build = time.process_time() - start
 start = time.process_time(); run_shard(spec)
@@ -60,9 +64,10 @@ def checkout(rev: str, where: Path) -> Path:
     """`rev` as a worktree at `where`, with built C extensions; returns its src folder."""
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(where),
                     rev], check=True, capture_output=True)
-    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev, "--",
+    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev, "--", "setup.py",
                            *(f"{e}.c" for e in EXTENSIONS)]).returncode == 0
-    built = [p for e in EXTENSIONS for p in REPO.glob(f"{e}.*.so")]
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's build
+    built = [REPO / f"{e}{suffix}" for e in EXTENSIONS if (REPO / f"{e}{suffix}").is_file()]
     if same and len(built) == len(EXTENSIONS):
         for path in built:
             shutil.copy2(path, where / path.relative_to(REPO))
@@ -72,10 +77,10 @@ def checkout(rev: str, where: Path) -> Path:
     return where / "src"
 
 
-def cpu_seconds(src: Path, spec: dict[str, object]) -> float:
+def cpu_seconds(src: Path, spec: dict[str, object], cache: Path) -> float:
     """One timed run of the shard with `src` first on the path, on one BLAS thread."""
-    env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1",
-           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "PYTHONPATH": str(src), "DPBANDITS_CACHE": str(cache),
+           "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     out = subprocess.run([sys.executable, "-c", TIMED, json.dumps(spec)], env=env,
                          capture_output=True, text=True)
     if out.returncode:
@@ -98,15 +103,17 @@ def main() -> None:
     spec = shard_spec(args.experiment, args.algorithm, args.epsilon, args.trials)
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="dpb-ab-") as tmp:
-        trees = {args.rev: checkout(args.rev, Path(tmp) / "before"), "working tree": REPO / "src"}
+        worktree = Path(tmp) / "before"
         try:
+            trees = {args.rev: checkout(args.rev, worktree), "working tree": REPO / "src"}
             times: dict[str, list[float]] = {name: [] for name in trees}
             for _ in range(args.repeat):
-                for name, src in trees.items():
-                    times[name].append(cpu_seconds(src, spec))
+                for k, (name, src) in enumerate(trees.items()):
+                    times[name].append(cpu_seconds(src, spec, Path(tmp) / f"cache{k}"))
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force",
-                            str(Path(tmp) / "before")], capture_output=True)
+                            str(worktree)], capture_output=True)
+            subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)
     for name, values in times.items():
         print(f"{name:>14}: " + " ".join(f"{v:.2f}" for v in values) + " CPU-s")
     before, after = (min(v) for v in times.values())

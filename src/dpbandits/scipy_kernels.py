@@ -7,8 +7,9 @@ extension modules that need numpy alone: `scipy.linalg._flapack`, `scipy.linalg.
 `scipy.special._special_ufuncs`. Each is loaded here from scipy's installed file under its own
 name and registered in `sys.modules`, as the import system would register it; a later
 `import scipy.linalg` or `import scipy.special` then uses these same module objects, so every
-function is the very object scipy's public namespaces export. Where scipy's layout differs, the
-public modules are imported instead.
+function is the very object scipy's public namespaces export (with `SCIPY_ARRAY_API=1` scipy
+wraps these same ufuncs in Python functions). Where a module does not load or lacks a function
+the project calls (another scipy layout), the public module is imported instead.
 """
 
 from __future__ import annotations
@@ -20,35 +21,51 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["blas", "lapack", "special"]
+__all__ = ["NEEDS", "blas", "lapack", "load_extension", "special"]
+
+
+NEEDS = {  # what the project calls, by kernel module
+    "lapack": ("dpotrf", "dpotrs", "dtrtrs", "dsyevx"),
+    "blas": ("dsyr", "dtrsm", "dtrsv", "daxpy"),
+    "special": ("expit", "ndtr", "log_ndtr", "gammaln"),
+}
 
 
 def _scipy_dir() -> Path | None:
+    """scipy's installed package folder, found without importing scipy."""
     spec = importlib.util.find_spec("scipy")
     return Path(spec.origin).parent if spec is not None and spec.origin else None
 
 
-def load_extension(package: str, name: str, public: str) -> ModuleType:
-    """`scipy.<package>.<name>` loaded from its file (registered under that name), else the
-    public module `public`."""
-    full = f"scipy.{package}.{name}"
-    if full in sys.modules:
-        return sys.modules[full]
+def _from_file(package: str, name: str) -> ModuleType | None:
+    """`scipy.<package>.<name>` loaded from its file and registered; None if that fails."""
     root = _scipy_dir()
-    if root is not None:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = root / package / f"{name}{suffix}"
-            if path.is_file():
-                spec = importlib.util.spec_from_file_location(full, path)
-                if spec is None or spec.loader is None:
-                    break
-                module = importlib.util.module_from_spec(spec)
-                spec.loader.exec_module(module)
-                sys.modules[full] = module
-                return module
+    if root is None:
+        return None
+    full = f"scipy.{package}.{name}"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        path = root / package / f"{name}{suffix}"
+        spec = importlib.util.spec_from_file_location(full, path) if path.is_file() else None
+        if spec is None or spec.loader is None:
+            continue
+        try:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except (ImportError, OSError):
+            return None
+        sys.modules[full] = module
+        return module
+    return None
+
+
+def load_extension(package: str, name: str, public: str, needs: tuple[str, ...]) -> ModuleType:
+    """`scipy.<package>.<name>` if it loads and has every name in `needs`, else `public`."""
+    module = sys.modules.get(f"scipy.{package}.{name}") or _from_file(package, name)
+    if module is not None and all(hasattr(module, n) for n in needs):
+        return module
     return importlib.import_module(public)
 
 
-lapack = load_extension("linalg", "_flapack", "scipy.linalg.lapack")
-blas = load_extension("linalg", "_fblas", "scipy.linalg.blas")
-special = load_extension("special", "_special_ufuncs", "scipy.special")
+lapack = load_extension("linalg", "_flapack", "scipy.linalg.lapack", NEEDS["lapack"])
+blas = load_extension("linalg", "_fblas", "scipy.linalg.blas", NEEDS["blas"])
+special = load_extension("special", "_special_ufuncs", "scipy.special", NEEDS["special"])

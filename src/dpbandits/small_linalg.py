@@ -1,13 +1,13 @@
-"""numpy.linalg's LAPACK kernels for small float64 arrays, called without the per-call wrapper.
+"""numpy.linalg's LAPACK kernels for small 2-d float64 arrays, called without the wrapper.
 
-`np.linalg.eigh`, `eigvalsh`, `solve`, `cholesky`, `svd` and `slogdet` check their input and
-enter an `errstate` context on every call: 3–4 µs, as long as the LAPACK work on a 5 × 5
-matrix, in loops that call them once per round. The functions here call the same compiled
-gufuncs with the same signatures, so they return the same bits. A failed or singular
-decomposition fills every output with NaN; when the output checked is not finite, they call
-`np.linalg` itself, which raises its LinAlgError (LAPACK's invalid-value flag may then also
-warn once) or returns the same non-finite result. `einsum` is the
-compiled kernel behind `np.einsum(..., optimize=False)`.
+`np.linalg.eigh`, `eigvalsh`, `solve`, `cholesky`, `svd` and `slogdet` check their input's
+type and shape and build an `errstate` on every call: 3–4 µs, as long as the LAPACK work on a
+5 × 5 matrix, in loops that call them once per round. The functions here call the same
+compiled gufuncs with the same signatures, so for 2-d float64 input they return the same bits.
+A failed or singular decomposition fills its outputs with NaN and sets the invalid flag, which
+is ignored here; when the output checked is not finite, the `np.linalg` function itself is
+called, which raises its LinAlgError (or returns the same non-finite result, silently, as it
+would have). `einsum` is the compiled kernel behind `np.einsum(..., optimize=False)`.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def _finite(array: np.ndarray) -> bool:
 def eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors from the lower triangle."""
     if _kernels is not None:
-        vals, vecs = _kernels.eigh_lo(a, signature="d->dd")
+        with np.errstate(all="ignore"):
+            vals, vecs = _kernels.eigh_lo(a, signature="d->dd")
         if _finite(vals):
             return vals, vecs
     vals, vecs = np.linalg.eigh(a)
@@ -43,7 +44,8 @@ def eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def eigvalsh(a: np.ndarray) -> np.ndarray:
     """`np.linalg.eigvalsh(a)`: eigenvalues (ascending) from the lower triangle."""
     if _kernels is not None:
-        vals = _kernels.eigvalsh_lo(a, signature="d->d")
+        with np.errstate(all="ignore"):
+            vals = _kernels.eigvalsh_lo(a, signature="d->d")
         if _finite(vals):
             return vals
     return np.linalg.eigvalsh(a)
@@ -53,7 +55,7 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.linalg.solve(a, b)` for a square matrix and a vector or matrix right-hand side."""
     if _kernels is not None:
         kernel = _kernels.solve1 if np.ndim(b) == 1 else _kernels.solve
-        with np.errstate(all="ignore"):  # a singular `a` sets the invalid flag
+        with np.errstate(all="ignore"):
             x = kernel(a, b, signature="dd->d")
         if _finite(x):
             return x
@@ -63,7 +65,7 @@ def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def cholesky(a: np.ndarray) -> np.ndarray:
     """`np.linalg.cholesky(a)`: the lower factor."""
     if _kernels is not None:
-        with np.errstate(all="ignore"):  # a matrix that is not positive definite sets it too
+        with np.errstate(all="ignore"):
             factor = _kernels.cholesky_lo(a, signature="d->d")
         if _finite(factor):
             return factor
@@ -73,7 +75,8 @@ def cholesky(a: np.ndarray) -> np.ndarray:
 def svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`np.linalg.svd(a, full_matrices=False)`: (U, s, Vᵀ)."""
     if _kernels is not None:
-        u, s, vt = _kernels.svd_s(a, signature="d->ddd")
+        with np.errstate(all="ignore"):
+            u, s, vt = _kernels.svd_s(a, signature="d->ddd")
         if _finite(s):
             return u, s, vt
     u, s, vt = np.linalg.svd(a, full_matrices=False)
@@ -81,7 +84,7 @@ def svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def slogdet(a: np.ndarray) -> tuple[float, float]:
-    """`np.linalg.slogdet(a)` of a square float64 matrix: (sign, ln |det a|)."""
+    """`np.linalg.slogdet(a)` of a square float64 matrix: (sign, ln |det a|) as floats."""
     if _kernels is not None and isinstance(a, np.ndarray) and a.dtype == np.float64:
         sign, value = _kernels.slogdet(a, signature="d->dd")
     else:

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-_ENVIRON = dict(os.environ)
 sys.path.insert(0, str(Path(__file__).parents[2] / "benchmarks"))
 from bench_ab import shard_spec  # noqa: E402
-
-os.environ.clear()
-os.environ.update(_ENVIRON)
 
 
 def test_the_named_entry_with_its_first_trials() -> None:

@@ -181,13 +181,13 @@ class ExactNoise:
 
     def grid(self, scale: float) -> float:
         """γ = 2^(⌊log2 scale⌋ − GRID_BITS), so that scale/γ ∈ [2^20, 2^21)."""
-        if type(scale) is float and MIN_SCALE <= scale <= MAX_SCALE:  # the common case, checked
-            return math.ldexp(1.0, math.frexp(scale)[1] - 1 - GRID_BITS)
-        value = _positive(scale, "scale")
-        if not MIN_SCALE <= value <= MAX_SCALE:
-            raise ConfigError(
-                f"scale = {scale!r} is not allowed; must be a number in [2^-1000, 2^1000]"
-            )
+        value = scale
+        if not (type(value) is float and MIN_SCALE <= value <= MAX_SCALE):  # else: checked
+            value = _positive(scale, "scale")
+            if not MIN_SCALE <= value <= MAX_SCALE:
+                raise ConfigError(
+                    f"scale = {scale!r} is not allowed; must be a number in [2^-1000, 2^1000]"
+                )
         return math.ldexp(1.0, math.frexp(value)[1] - 1 - GRID_BITS)
 
     def snap(self, value: Any, scale: float) -> np.ndarray:
