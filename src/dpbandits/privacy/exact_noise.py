@@ -145,6 +145,10 @@ class Noise(Protocol):
         """Centred Gaussian-type noise of standard deviation (at least) σ."""
         ...
 
+    def gaussian_sampler(self, sigma: float) -> Callable[[tuple[int, ...]], np.ndarray]:
+        """`size ↦ gaussian(sigma, size)`, with what depends on σ alone found once."""
+        ...
+
     def laplace(self, scale: float, size: Size = None) -> Any:
         """Centred Laplace-type noise of scale (at least) b."""
         ...
@@ -216,6 +220,14 @@ class ExactNoise:
         """γ·Z, Z discrete Gaussian with integer σ_Z = ⌈σ/γ⌉ (CKS 2020, Algorithm 3)."""
         gamma = self.grid(sigma)
         return gamma * discrete_gaussian(self.rng, math.ceil(sigma / gamma), size)
+
+    def gaussian_sampler(self, sigma: float) -> Callable[[tuple[int, ...]], np.ndarray]:
+        """`size ↦ gaussian(sigma, size)` for repeated draws at one σ: γ and the integer σ_Z
+        found and checked once; the same draws and values."""
+        gamma = self.grid(sigma)
+        s = _integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31")
+        rng, sampler = self.rng, _exact.discrete_gaussian
+        return lambda size: gamma * _fill(rng, sampler, np.empty(size, dtype=np.int64), s)
 
     def laplace(self, scale: float, size: Size = None) -> Any:
         """γ·Z, Z discrete Laplace with integer scale ⌈b/γ⌉ (CKS 2020, Algorithm 2)."""
@@ -316,6 +328,11 @@ class NumpyNoise:
     def gaussian(self, sigma: float, size: Size = None) -> Any:
         """Exactly rng.normal(0.0, sigma, size)."""
         return self.rng.normal(0.0, sigma, size)
+
+    def gaussian_sampler(self, sigma: float) -> Callable[[tuple[int, ...]], np.ndarray]:
+        """`size ↦ rng.normal(0.0, sigma, size)`."""
+        normal = self.rng.normal
+        return lambda size: normal(0.0, sigma, size)
 
     def laplace(self, scale: float, size: Size = None) -> Any:
         """Exactly rng.laplace(0.0, scale, size)."""

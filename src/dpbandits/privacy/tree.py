@@ -298,6 +298,10 @@ class MatrixTree:
         self._prefix = np.zeros((dim, dim))
         self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
         self._diagonal = np.diag_indices(self.dim)
+        if self.exact and self.sigma_node > 0:  # diagonal σ, above the diagonal σ/√2
+            assert noise is not None
+            self._samplers = (noise.gaussian_sampler(self.sigma_node),
+                              noise.gaussian_sampler(self.sigma_node / math.sqrt(2.0)))
         n_nodes = (1 << self.height) - 1
         if eager is None:
             eager = n_nodes * dim * dim <= EAGER_MAX_ENTRIES
@@ -332,10 +336,11 @@ class MatrixTree:
             return 0.5 * (g + np.swapaxes(g, -1, -2))
         lead = () if count is None else (count,)
         rows, cols, diag = self._upper
+        diagonal, above = self._samplers
         out = np.zeros(shape)
-        out[..., diag, diag] = self.noise.gaussian(self.sigma_node, (*lead, self.dim))
+        out[..., diag, diag] = diagonal((*lead, self.dim))
         if rows.size:
-            upper = self.noise.gaussian(self.sigma_node / math.sqrt(2.0), (*lead, rows.size))
+            upper = above((*lead, rows.size))
             out[..., rows, cols] = upper
             out[..., cols, rows] = upper
         return out
