@@ -13,6 +13,8 @@ would have). `einsum` is the compiled kernel behind `np.einsum(..., optimize=Fal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,57 +32,49 @@ def _finite(array: np.ndarray) -> bool:
     return math.isfinite(sum(array.ravel().tolist()))
 
 
-def eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors from the lower triangle."""
+def _direct(kernel: str, signature: str, checked: int | None, fallback: Callable[..., Any],
+            *args: np.ndarray) -> Any:
+    """`_kernels.<kernel>(*args)` with LAPACK's flags ignored if its output (item `checked` of
+    a tuple of outputs, or the one output when None) is finite, else `fallback(*args)`."""
     if _kernels is not None:
         with np.errstate(all="ignore"):
-            vals, vecs = _kernels.eigh_lo(a, signature="d->dd")
-        if _finite(vals):
-            return vals, vecs
-    vals, vecs = np.linalg.eigh(a)
+            out = getattr(_kernels, kernel)(*args, signature=signature)
+        if _finite(out if checked is None else out[checked]):
+            return out
+    return fallback(*args)
+
+
+def eigh(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.linalg.eigh(a)`: eigenvalues (ascending) and eigenvectors from the lower triangle."""
+    vals, vecs = _direct("eigh_lo", "d->dd", 0, np.linalg.eigh, a)
     return vals, vecs
 
 
 def eigvalsh(a: np.ndarray) -> np.ndarray:
     """`np.linalg.eigvalsh(a)`: eigenvalues (ascending) from the lower triangle."""
-    if _kernels is not None:
-        with np.errstate(all="ignore"):
-            vals = _kernels.eigvalsh_lo(a, signature="d->d")
-        if _finite(vals):
-            return vals
-    return np.linalg.eigvalsh(a)
+    return _direct("eigvalsh_lo", "d->d", None, np.linalg.eigvalsh, a)
 
 
 def solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """`np.linalg.solve(a, b)` for a square matrix and a vector or matrix right-hand side."""
-    if _kernels is not None:
-        kernel = _kernels.solve1 if np.ndim(b) == 1 else _kernels.solve
-        with np.errstate(all="ignore"):
-            x = kernel(a, b, signature="dd->d")
-        if _finite(x):
-            return x
-    return np.linalg.solve(a, b)
+    kernel = "solve1" if np.ndim(b) == 1 else "solve"
+    return _direct(kernel, "dd->d", None, np.linalg.solve, a, b)
 
 
 def cholesky(a: np.ndarray) -> np.ndarray:
     """`np.linalg.cholesky(a)`: the lower factor."""
-    if _kernels is not None:
-        with np.errstate(all="ignore"):
-            factor = _kernels.cholesky_lo(a, signature="d->d")
-        if _finite(factor):
-            return factor
-    return np.linalg.cholesky(a)
+    return _direct("cholesky_lo", "d->d", None, np.linalg.cholesky, a)
 
 
 def svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """`np.linalg.svd(a, full_matrices=False)`: (U, s, Vᵀ)."""
-    if _kernels is not None:
-        with np.errstate(all="ignore"):
-            u, s, vt = _kernels.svd_s(a, signature="d->ddd")
-        if _finite(s):
-            return u, s, vt
-    u, s, vt = np.linalg.svd(a, full_matrices=False)
+    u, s, vt = _direct("svd_s", "d->ddd", 1, _numpy_svd_thin, a)
     return u, s, vt
+
+
+def _numpy_svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """numpy's thin SVD: what `svd_thin` falls back to."""
+    return np.linalg.svd(a, full_matrices=False)
 
 
 def slogdet(a: np.ndarray) -> tuple[float, float]:
