@@ -14,8 +14,8 @@ from dpbandits.contract import (
     RoundEnvironment,
 )
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.policies.base import BatchedPolicy, Policy
-from dpbandits.runner import run_policy
+from dpbandits.policies.base import BatchedPolicy, Lockstep, Policy
+from dpbandits.runner import run_policy, run_trials
 
 INFO = ProblemInfo("linear", 2, 3, 6, 1.0)
 ARMS = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
@@ -139,3 +139,73 @@ def test_batched_policy_needs_a_fixed_action_environment() -> None:
     with pytest.raises(ConfigError, match="fixed-action environment") as err:
         run_policy(_policy(BatchedOverspender, accounting="paper"), Rounds())
     assert "\n" not in str(err.value)
+
+
+class Table(Rounds):
+    """Rounds whose arms come from a pre-drawn (T, K, d) table."""
+
+    def __init__(self, table: np.ndarray) -> None:
+        self.contexts = table
+
+    def arms(self, t: int) -> np.ndarray:
+        return self.contexts[t]
+
+
+class Together(Lockstep):
+    """Plays arm t % 3 for every trial; `refuse` makes `build` decline."""
+
+    refuse = False
+
+    def __init__(self, policies: list[Policy]) -> None:
+        self.policies = policies
+
+    @classmethod
+    def build(cls, policies: list[Policy]) -> Together | None:  # type: ignore[override]
+        return None if cls.refuse else cls(policies)
+
+    def select(self, t: int, arms: np.ndarray) -> np.ndarray:
+        return np.full(len(self.policies), t % 3)
+
+    def update(self, t: int, chosen: np.ndarray, rewards: np.ndarray) -> None:
+        for policy, x in zip(self.policies, chosen, strict=True):
+            policy.calls.append(f"together {t}")
+            policy.update(t, x, 0.0)
+
+    def close(self) -> None:
+        for policy in self.policies:
+            policy.calls.append("close")
+
+
+class LockstepOverspender(Overspender):
+    name = "LockstepOverspender-test"
+    lockstep = f"{__name__}:Together"
+
+
+TABLE = np.tile(ARMS, (6, 1, 1))
+
+
+@pytest.mark.parametrize("refuse", [False, True])
+def test_trials_on_one_table_play_in_lockstep_and_close_every_ledger(refuse: bool,
+                                                                      monkeypatch) -> None:
+    monkeypatch.setattr(Together, "refuse", refuse)
+    policies = [_policy(LockstepOverspender, "paper") for _ in range(3)]
+    results = run_trials(policies, [Table(TABLE) for _ in range(3)])
+    alone = run_policy(_policy(Overspender, "paper"), Table(TABLE))
+    for policy, result in zip(policies, results, strict=True):
+        assert result.regret.tolist() == alone.regret.tolist()
+        assert policy.ledger.spent() == (2.0, 0.0)  # finished and closed after the rounds
+        assert policy.calls.count("begin") == 1 and policy.calls[-1] == "finish"
+        assert ("together 5" in policy.calls) is not refuse
+        assert ("close" in policy.calls) is not refuse
+    with pytest.raises(PrivacyBudgetError, match="overspent"):  # strict: checked in lockstep
+        run_trials([_policy(LockstepOverspender) for _ in range(2)],
+                   [Table(TABLE) for _ in range(2)])
+
+
+def test_trials_on_different_tables_play_one_after_another() -> None:
+    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
+    run_trials(policies, [Table(TABLE), Table(TABLE.copy())])
+    assert all("together 0" not in policy.calls for policy in policies)
+    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
+    run_trials(policies, [Table(TABLE), Table(TABLE)])
+    assert all("together 0" in policy.calls for policy in policies)

@@ -1,14 +1,16 @@
 """The runner: plays one policy on one environment, whatever its kind, and closes the ledger.
 
 Every loop of the project lives here (docs/architecture.md): the round loop, the replay loop
-of Li et al. (2011) and the hand-over to a batched policy. After the last round the runner calls
-`policy.finish()` and then checks a private policy's ledger, so no environment can skip it.
+of Li et al. (2011), the hand-over to a batched policy and the lockstep loop that plays several
+trials together. After the last round the runner calls `policy.finish()` and then checks a
+private policy's ledger, so no environment can skip it.
 """
 
 from __future__ import annotations
 
+import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -21,23 +23,56 @@ from dpbandits.contract import (
 )
 from dpbandits.data import DataError
 from dpbandits.errors import ConfigError
-from dpbandits.policies.base import BatchedPolicy, Policy
+from dpbandits.policies.base import BatchedPolicy, Lockstep, Policy
 
 
 def run_policy(policy: Policy, env: Environment) -> RunResult:
     """begin → the environment's loop → finish → ledger check; the run's trace and records."""
     policy.begin(env)
     start = time.perf_counter()
-    extra: dict[str, float] = {}
+    regret, reward, extra = _play(policy, env)
+    return _close(policy, env, regret, reward, extra, start)
+
+
+def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[RunResult]:
+    """`run_policy` of every (policy, environment) pair: together in lockstep when the
+    algorithm has a driver that accepts them and they share one pre-drawn arm table, else one
+    after another. The results are the same bits either way; a lockstep run's wall time is
+    split evenly over its trials."""
+    driver = _lockstep_driver(policies, envs)
+    if driver is None:
+        return [run_policy(policy, env) for policy, env in zip(policies, envs, strict=True)]
+    for policy, env in zip(policies, envs, strict=True):
+        policy.begin(env)
+    start = time.perf_counter()
+    lockstep = driver.build(list(policies))
+    if lockstep is None:
+        results = []
+        for policy, env in zip(policies, envs, strict=True):
+            begun = time.perf_counter()
+            results.append(_close(policy, env, *_play(policy, env), begun))
+        return results
+    regret, reward = _lockstep_loop(lockstep, policies, envs)  # type: ignore[arg-type]
+    share = (time.perf_counter() - start) / len(policies)
+    return [_close(policy, env, regret[i], reward[i], {}, time.perf_counter() - share)
+            for i, (policy, env) in enumerate(zip(policies, envs, strict=True))]
+
+
+def _play(policy: Policy, env: Environment) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+    """The environment's loop: (per-round regret, per-round reward, extra diagnostics)."""
     if isinstance(env, ReplayEnvironment):
-        regret, reward, extra = _replay_loop(policy, env)
-    elif isinstance(policy, BatchedPolicy):
+        return _replay_loop(policy, env)
+    if isinstance(policy, BatchedPolicy):
         if not isinstance(env, FixedActionEnvironment):
             raise ConfigError(f"{policy.name} plays whole batches and needs a fixed-action "
                               "environment (e.g. linear_sphere)")
-        regret, reward = policy.play_batched(env)
-    else:
-        regret, reward = _round_loop(policy, env)
+        return (*policy.play_batched(env), {})
+    return (*_round_loop(policy, env), {})
+
+
+def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndarray,
+           extra: dict[str, float], start: float) -> RunResult:
+    """finish → ledger check → diagnostics merged with the environment's references."""
     policy.finish()
     if policy.ledger is not None:
         policy.ledger.check()
@@ -47,6 +82,40 @@ def run_policy(policy: Policy, env: Environment) -> RunResult:
         diagnostics.update(env.reference_rewards(regret))
     diagnostics.update(extra)
     return RunResult(regret, reward, policy.events(), diagnostics, wall)
+
+
+def _lockstep_driver(policies: Sequence[Policy], envs: Sequence[Environment]
+                     ) -> type[Lockstep] | None:
+    """The algorithm's `Lockstep` class when ≥ 2 trials of it share one arm table, else None."""
+    first = type(policies[0])
+    if len(policies) < 2 or not first.lockstep or any(type(p) is not first for p in policies):
+        return None
+    table = getattr(envs[0], "contexts", None)
+    if (not isinstance(table, np.ndarray) or table.ndim != 3
+            or any(not isinstance(env, RoundEnvironment) or env.contexts is not table
+                   or env.horizon != envs[0].horizon for env in envs)
+            or isinstance(policies[0], BatchedPolicy)):
+        return None
+    module, name = first.lockstep.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
+                   envs: Sequence[RoundEnvironment]) -> tuple[np.ndarray, np.ndarray]:
+    """select → pull → update for every round, all trials at once (`run_trials`)."""
+    horizon = envs[0].horizon
+    regret = np.empty((len(envs), horizon))
+    reward = np.empty((len(envs), horizon))
+    arms_at = _arm_source(policies[0], envs[0])
+    pulls = [env.pull for env in envs]
+    for t in range(horizon):
+        arms = arms_at(t)
+        chosen = lockstep.select(t, arms)
+        for i, pull in enumerate(pulls):
+            reward[i, t], regret[i, t] = pull(t, int(chosen[i]))
+        lockstep.update(t, arms[chosen], reward[:, t])
+    lockstep.close()
+    return regret, reward
 
 
 def _arm_source(policy: Policy, env: RoundEnvironment) -> Callable[[int], np.ndarray]:

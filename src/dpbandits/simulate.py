@@ -13,7 +13,7 @@ from dpbandits.instances.registry import build_instance
 from dpbandits.params import REQUIRED, Declaration, Param, choice, integer, number, validate
 from dpbandits.policies import get_policy_class
 from dpbandits.privacy.ledger import ACCOUNTING_MODES
-from dpbandits.runner import run_policy
+from dpbandits.runner import run_policy, run_trials
 from dpbandits.seeding import policy_rng
 from dpbandits.storage import ShardData
 
@@ -69,7 +69,9 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
     rows: dict[str, list[Any]] = {"regret": [], "reward": [], "wall": [], "ledger": []}
     diagnostics: list[dict[str, float]] = []
     events: dict[int, dict[str, np.ndarray]] = {}
-    for trial in spec["trials"]:
+
+    def build(trial: int) -> tuple[Any, Any, float]:
+        """The trial's environment and policy, and the seconds it took to build them."""
         start = time.perf_counter()
         env = instance.environment(trial)
         policy = cls(
@@ -80,7 +82,19 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
             accounting=spec.get("accounting", "strict"),
             **spec.get("params", {}),
         )
-        result = run_policy(policy, env)
+        return env, policy, time.perf_counter() - start
+
+    if cls.lockstep:  # every trial built first, so that the runner can play them together
+        built = [build(trial) for trial in spec["trials"]]
+        results = run_trials([p for _, p, _ in built], [e for e, _, _ in built])
+        runs = [(p, r, b + r.wall_time) for (_, p, b), r in zip(built, results, strict=True)]
+    else:
+        runs = []
+        for trial in spec["trials"]:
+            env, policy, seconds = build(trial)
+            result = run_policy(policy, env)
+            runs.append((policy, result, seconds + result.wall_time))
+    for trial, (policy, result, wall) in zip(spec["trials"], runs, strict=True):
         if result.regret.shape != (horizon,) or result.reward.shape != (horizon,):
             raise RuntimeError(f"{spec['algorithm']} returned a trace of the wrong length")
         rows["regret"].append(np.cumsum(result.regret)[index])
@@ -94,10 +108,10 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
             rows["ledger"].append("")
         diagnostics.append(diag)
         events[trial] = dict(result.events)
-        rows["wall"].append(time.perf_counter() - start)
+        rows["wall"].append(wall)
         if progress:
             log.info("%s trial %d: regret %.2f in %.2fs", spec["algorithm"], trial,
-                     rows["regret"][-1][-1], rows["wall"][-1])
+                     rows["regret"][-1][-1], wall)
     names = sorted({k for d in diagnostics for k in d})
     return ShardData(
         spec=spec,

@@ -29,6 +29,7 @@ class Policy:
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = ()
     audits: ClassVar[tuple[PolicyAudit, ...]] = ()  # a private policy's end-to-end audits
+    lockstep: ClassVar[str] = ""  # "module:Class" of its `Lockstep` driver, "" for none
     defaults: ClassVar[dict[str, Any]] = {}  # derived from `parameters`
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -131,6 +132,29 @@ class BatchedPolicy(Policy):
 
     def play_batched(self, env: FixedActionEnvironment) -> tuple[np.ndarray, np.ndarray]:
         """Every round of the run at once: (per-round pseudo-regret, per-round reward)."""
+        raise NotImplementedError
+
+
+class Lockstep:
+    """Several trials of one algorithm played together, round by round, on one shared arm
+    table: each round's numpy calls act on the trials' stacked state at once. Every trial gives
+    the bits it gives alone (docs/architecture.md, "Runner"); the runner drives it."""
+
+    @classmethod
+    def build(cls, policies: list[Policy]) -> Lockstep | None:
+        """The driver of these (begun) policies, or None when it cannot drive them."""
+        raise NotImplementedError
+
+    def select(self, t: int, arms: np.ndarray) -> np.ndarray:
+        """Each trial's action for round t on the shared (prepared) arms."""
+        raise NotImplementedError
+
+    def update(self, t: int, chosen: np.ndarray, rewards: np.ndarray) -> None:
+        """Feed each trial its chosen arm (row i of `chosen`) and its reward."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Leave every policy in the state its own run would have left it in."""
         raise NotImplementedError
 
 

@@ -186,6 +186,7 @@ class PrivateGLM(Policy):
 
     name: ClassVar[str] = "Private-GLM"
     audits: ClassVar[tuple[PolicyAudit, ...]] = PRIVATE_GLM_AUDITS
+    lockstep: ClassVar[str] = "dpbandits.policies.private_glm_lockstep:PrivateGLMLockstep"
     private: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit")
     parameters: ClassVar[Declaration] = (
@@ -488,27 +489,25 @@ class PrivateGLM(Policy):
             return
         if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
                 self.const.f_sw + SWITCH_SLACK):
-            self.h_prev = self.h_cur
-            self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
-            self.switch_times.append(t)
-            self._fit(t, 1)
-            self.n2 += 1
-            if self.n2 == self.const.c2:
-                self.stop2 = True
+            self.switch(t)
 
-    def _criterion_two_ab8fd16(self, t: int) -> None:
-        """ab8fd16's Criterion II: switch when max_s det H_cur(s) ≥ 2·max det H_prev, comparing
-        the running maximum over every released H_cur with that over the switched-to H_prev."""
-        if self.stop2 or self.logdet_cur < math.log(AB8FD16_DET_RATIO) + self.logdet_prev:
-            return
+    def switch(self, t: int) -> None:
+        """H_prev ← H_cur and a θ_τ fit on Z_nw; Criterion II stops after c₂ switches."""
         self.h_prev = self.h_cur
         self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
-        self.logdet_prev = max(self.logdet_prev, logdet(self.h_prev))
+        if self.ab8fd16:
+            self.logdet_prev = max(self.logdet_prev, logdet(self.h_prev))
         self.switch_times.append(t)
         self._fit(t, 1)
         self.n2 += 1
         if self.n2 == self.const.c2:
             self.stop2 = True
+
+    def _criterion_two_ab8fd16(self, t: int) -> None:
+        """ab8fd16's Criterion II: switch when max_s det H_cur(s) ≥ 2·max det H_prev, comparing
+        the running maximum over every released H_cur with that over the switched-to H_prev."""
+        if not (self.stop2 or self.logdet_cur < math.log(AB8FD16_DET_RATIO) + self.logdet_prev):
+            self.switch(t)
 
     def _refresh_h(self) -> None:
         self.h_cur = self.htree.query()
@@ -539,18 +538,25 @@ class PrivateGLM(Policy):
         """Criterion-I samples go to Z_w only; the θ_w fits follow the private counter."""
         collected = False
         if self._warm:
-            self.warmup_times.append(t)
-            if self.stop1:
-                self.discarded += 1
-            else:
-                self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
-                self.n_w += 1
-                collected = True
+            collected = self.collect_warm(t, x, r)
         else:
             self._append_nw(x, r)
             self._update_h(x)
         self.counter.update(np.ones((1, 1)) if collected else None)
-        released = float(self.counter.query_raw()[0, 0])
+        self.count_check(t, float(self.counter.query_raw()[0, 0]))
+
+    def collect_warm(self, t: int, x: np.ndarray, r: float) -> bool:
+        """Strict: a Criterion-I sample joins Z_w unless the c₁ θ_w fits are made."""
+        self.warmup_times.append(t)
+        if self.stop1:
+            self.discarded += 1
+            return False
+        self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
+        self.n_w += 1
+        return True
+
+    def count_check(self, t: int, released: float) -> None:
+        """Strict: a θ_w fit once the released count of Z_w reaches n₁ + 1 plus the margin."""
         if not self.stop1 and released - self.count_margin >= self.n1 + 1:
             self.warm_counts.append(released)
             self._fit(t, 0)
