@@ -12,13 +12,7 @@ from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.linear_core import (
     add_reward,
-    arm_widths,
-    factor_draw,
-    factor_solve,
-    factorise,
     inflate_exact,
-    log_det_of,
-    smallest_eigenvalue,
     snapped_release,
     ucb_index,
 )
@@ -104,25 +98,14 @@ def test_any_environment(name: str) -> None:
         np.testing.assert_allclose(pol.b, rewards @ x, atol=1e-12)
 
 
-def _gram(g: np.random.Generator, d: int) -> np.ndarray:
-    x = clip_arms(g.standard_normal((int(g.integers(1, 400)), d)))
-    return np.asfortranarray(g.uniform(0.05, 3.0) * np.eye(d) + x.T @ x)
-
-
-def test_fast_linear_algebra_is_linalg_bit_for_bit() -> None:
-    """The positional-argument helpers make the very LAPACK/BLAS calls of `dpbandits.linalg`."""
+def test_ucb_index_is_the_argmax_of_the_scores() -> None:
+    """`ucb_index` skips the multiplication by 1 and adds in place: the same argmax."""
     g = np.random.default_rng(3)
     for _ in range(200):
         d = int(g.integers(1, 25))
-        a = _gram(g, d)
+        x = clip_arms(g.standard_normal((int(g.integers(1, 400)), d)))
+        factor = linalg.cholesky(np.asfortranarray(g.uniform(0.05, 3.0) * np.eye(d) + x.T @ x))
         arms, v = g.standard_normal((int(g.integers(1, 9)), d)), g.standard_normal(d)
-        factor = linalg.cholesky(a)
-        assert factorise(a).tobytes() == factor.tobytes()
-        assert factor_solve(factor, v).tobytes() == linalg.cho_solve(factor, v).tobytes()
-        assert factor_draw(factor, v).tobytes() == linalg.solve_lower_t(factor, v).tobytes()
-        assert arm_widths(factor, arms).tobytes() == linalg.widths(factor, arms).tobytes()
-        assert smallest_eigenvalue(a) == linalg.lambda_min(a)
-        assert log_det_of(factor) == linalg.log_det(factor)
         for scale in (0.0, 0.5, 1.0, 2.0):
             scores = arms @ v + scale * linalg.widths(factor, arms)
             assert ucb_index(arms, v, factor, scale) == int(scores.argmax())

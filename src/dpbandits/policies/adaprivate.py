@@ -16,14 +16,13 @@ import numpy as np
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
+from dpbandits.linalg import cho_solve, solve_lower_t
 from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
 from dpbandits.policies.linear_core import (
     ALPHA,
     CONVERSION,
     LinearPolicy,
     ZCDPMixin,
-    factor_draw,
-    factor_solve,
     ucb_index,
 )
 from dpbandits.privacy.subsampled import (
@@ -97,10 +96,10 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
     def mean(self, factor: np.ndarray) -> np.ndarray:
         """θ̂: A_τ⁻¹b fixed within the batch (default) or A_t⁻¹b (`mean_gram: current`)."""
         if self.mean_current:
-            return factor_solve(factor, self.b)
+            return cho_solve(factor, self.b)
         if self.dirty:
             # A has not changed since the last batch end, so this factor is that of A_τ.
-            self.theta_hat = factor_solve(factor, self.b)
+            self.theta_hat = cho_solve(factor, self.b)
             self.dirty = False
         return self.theta_hat
 
@@ -236,7 +235,7 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
     def choose(self, t: int, arms: np.ndarray) -> int:
         factor = self.factor()
         theta = self.mean(factor)
-        sample = factor_draw(factor, self.explore_normals.next())
+        sample = solve_lower_t(factor, self.explore_normals.next())
         if self.v_now != 1.0:  # 1·ξ is ξ: no bit changes
             sample *= self.v_now
         sample += theta  # θ̂ + v·ξ

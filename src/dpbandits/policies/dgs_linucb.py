@@ -13,6 +13,7 @@ import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.linalg import cho_solve, lambda_min
 from dpbandits.params import Declaration
 from dpbandits.policies.linear_core import (
     ALPHA,
@@ -20,8 +21,6 @@ from dpbandits.policies.linear_core import (
     LinearPolicy,
     ZCDPMixin,
     add_reward,
-    factor_solve,
-    smallest_eigenvalue,
     ucb_index,
 )
 
@@ -51,15 +50,15 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
 
     def sigma_at(self) -> float:
         """σ_t = √(T/(2ρ))/λ_min(A_t)."""
-        return self.scale / smallest_eigenvalue(self.A)
+        return self.scale / lambda_min(self.A)
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         """One release per round t: a replay asking again at the same t reuses θ̃_t."""
         factor = self.factor()
         if self.released is None or self.released[0] != t:
-            theta_hat = factor_solve(factor, self.b)
+            theta_hat = cho_solve(factor, self.b)
             if self.noise.exact:
-                sensitivity = 1.0 / smallest_eigenvalue(self.A)
+                sensitivity = 1.0 / lambda_min(self.A)
                 self.last_sigma = self.calibrate_release(sensitivity * self.scale, sensitivity)
                 noisy = self.gaussian_release(theta_hat, self.last_sigma)
             else:

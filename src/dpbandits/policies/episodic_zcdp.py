@@ -21,6 +21,7 @@ import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import ProblemInfo
+from dpbandits.linalg import cho_solve, cholesky, lambda_min, log_det, widths
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
@@ -29,11 +30,6 @@ from dpbandits.policies.linear_core import (
     LinearPolicy,
     ZCDPMixin,
     add_reward,
-    arm_widths,
-    factor_solve,
-    factorise,
-    log_det_of,
-    smallest_eigenvalue,
     ucb_index,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
@@ -103,7 +99,7 @@ class ZCDPEpisodic(_EpisodeBase):
     def choose(self, t: int, arms: np.ndarray) -> int:
         factor = self.factor()
         if self.in_episode > 0:
-            current = log_det_of(factor)
+            current = log_det(factor)
             if current - self.log_det_tau > self.log_c:
                 self.switch(t)
                 self.log_det_tau = current
@@ -115,8 +111,8 @@ class ZCDPEpisodic(_EpisodeBase):
         key = self.A_ep.tobytes() + self.b_ep.tobytes()
         found = self.episode_memo.get(key)
         if found is None:
-            theta_hat = factor_solve(factorise(self.A_ep), self.b_ep)
-            sensitivity = 1.0 / smallest_eigenvalue(self.A_ep)
+            theta_hat = cho_solve(cholesky(self.A_ep), self.b_ep)
+            sensitivity = 1.0 / lambda_min(self.A_ep)
             sigma = self.calibrate_release(gaussian_sigma(sensitivity, self.rho), sensitivity)
             if len(self.episode_memo) >= MEMO_SIZE:
                 self.episode_memo.clear()
@@ -174,7 +170,7 @@ class _SwitchingIncrement(_EpisodeBase):
         self.sigma = self.calibrate_release(gaussian_sigma(1.0, self.rho), 1.0)
         self.s = np.zeros(self.d)
         self.factor_tau = self.factor()
-        self.theta_tilde = factor_solve(self.factor_tau, self.b)
+        self.theta_tilde = cho_solve(self.factor_tau, self.b)
         self.width_scale = self.alpha * self.confidence(0)
         self.growth_bound = 0.0  # ≥ ln det A_t − ln det A_τ (matrix determinant lemma)
         self.mass = 0.0  # Σ ‖x‖², so tr A = dλ + mass
@@ -196,7 +192,7 @@ class _SwitchingIncrement(_EpisodeBase):
     def choose(self, t: int, arms: np.ndarray) -> int:
         if self.in_episode > 0 and self.growth_bound > self.log_c - self.margin():
             factor = self.factor()
-            current = log_det_of(factor)
+            current = log_det(factor)
             if current - self.log_det_tau > self.log_c:
                 self.switch(t, factor)
                 self.log_det_tau = current
@@ -214,7 +210,7 @@ class _SwitchingIncrement(_EpisodeBase):
 
     def table_choice(self, t: int) -> int:
         """Round t's action from a block of table rounds scored at once with the frozen state."""
-        # Each round's triangular solve is the very call of `arm_widths` (in place in a block
+        # Each round's triangular solve is the very call of `widths` (in place in a block
         # array, so BLAS never sees a problem large enough to thread); the block's sums of
         # squares, (rows @ θ̃) and elementwise steps give every row's numbers bit for bit as one
         # round's calls do. The first block of a run is checked against the round-by-round
@@ -235,13 +231,13 @@ class _SwitchingIncrement(_EpisodeBase):
             out = _dtrsm(1.0, self.factor_tau, view, 0, 1, 0, 0, 1)  # L_τ⁻¹ armsᵀ in place
             if out is not view:
                 view[...] = out
-        widths = np.sqrt(np.einsum("ij,ij->j", solved, solved)).reshape(size, k)
+        block_widths = np.sqrt(np.einsum("ij,ij->j", solved, solved)).reshape(size, k)
         scores = rows @ self.theta_tilde
-        scores += self.width_scale * widths
+        scores += self.width_scale * block_widths
         if not self.block_checked:
             self.block_checked = True
             single = np.array([row @ self.theta_tilde
-                               + self.width_scale * arm_widths(self.factor_tau, row)
+                               + self.width_scale * widths(self.factor_tau, row)
                                for row in rows])
             if single.tobytes() != scores.tobytes():
                 self.table_owner = None
@@ -266,7 +262,7 @@ class _SwitchingIncrement(_EpisodeBase):
         self.in_episode = 0
         self.s = np.zeros(self.d)
         self.factor_tau = factor
-        self.theta_tilde = factor_solve(factor, self.b)
+        self.theta_tilde = cho_solve(factor, self.b)
         self.width_scale = self.alpha * self.confidence(t)
         self.growth_bound = 0.0
         self.block = None
@@ -316,5 +312,5 @@ class AdaCOFULZCDP(_SwitchingIncrement):
         if releases:
             beta_priv = (self.sigma * math.sqrt(releases)
                          * (math.sqrt(self.d) + math.sqrt(log_term))
-                         / math.sqrt(smallest_eigenvalue(self.A)))
+                         / math.sqrt(lambda_min(self.A)))
         return beta_oful + beta_priv

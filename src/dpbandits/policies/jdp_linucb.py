@@ -15,12 +15,12 @@ import numpy as np
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.linalg import cho_solve
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
     SNAP_LIMIT,
     LinearPolicy,
-    factor_solve,
     ucb_index,
 )
 from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
@@ -141,7 +141,7 @@ class JDPLinUCB(LinearPolicy):
             vals, vecs = np.linalg.eigh(v)
             v = np.asfortranarray((vecs * np.maximum(vals, EIGEN_FLOOR)) @ vecs.T)
             factor, info = lapack.dpotrf(v, lower=1, clean=0)
-        return factor, factor_solve(factor, self.released_sum[:d, d] + self.lam_theta0), floored
+        return factor, cho_solve(factor, self.released_sum[:d, d] + self.lam_theta0), floored
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         z, leaf, grid = self.z, self.leaf, self.leaf_grid

@@ -5,10 +5,8 @@ A is factorised afresh whenever it changed (A = LLᵀ, O(d³/3), no inverse form
 ξ = v·L⁻ᵀz ~ N(0, v²A⁻¹) and widths ‖x‖_{A⁻¹} = ‖L⁻¹x‖ cost a triangular solve each.
 Features are clipped to the unit ball and rewards to [0, 1] before any statistic uses them.
 
-The LAPACK/BLAS helpers below make the same calls as `dpbandits.linalg` with positional
-arguments (f2py's keyword parsing costs more than a d = 20 solve), so results are bit for bit
-those of `linalg`; the exact-noise helpers give bit for bit what `ExactNoise.snap`/`gaussian`
-and `inflate_for_snapping` give (tests/policies/test_linear_core.py checks both).
+The factorisations come from `dpbandits.linalg`; the exact-noise helpers give bit for bit what
+`ExactNoise.snap`/`gaussian` and `inflate_for_snapping` give (tests/policies/test_linear_core.py).
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import numpy as np
 
 from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.linalg import symmetric
+from dpbandits.linalg import cho_solve, cholesky, symmetric, widths
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.clipping import clip_reward
@@ -31,67 +29,23 @@ from dpbandits.privacy.exact_noise import (
     noise_for,
 )
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
-from dpbandits.scipy_kernels import blas, lapack
+from dpbandits.scipy_kernels import blas
 
 ZCDP_CONVERSIONS = ("classic", "tight")
 SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)
 INFLATE_STEPS = 200  # as inflate_for_snapping; on no convergence it is called to raise
 MEMO_SIZE = 4096  # calibrations remembered per policy (a memo, cleared when full)
 
-_dpotrf, _dpotrs, _dtrtrs = lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs
-_dsyevx, _dsyr, _dtrsm = lapack.dsyevx, blas.dsyr, blas.dtrsm
-
-
-def factorise(a: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factor from the lower triangle of A (as `linalg.cholesky`)."""
-    factor, info = _dpotrf(a, 1, 0)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Cholesky failed (info = {info})")
-    return factor
-
-
-def factor_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A⁻¹b from the lower Cholesky factor of A (as `linalg.cho_solve`)."""
-    out, info = _dpotrs(factor, b, 1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Cholesky solve failed (info = {info})")
-    return out
-
-
-def factor_draw(factor: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """L⁻ᵀz, a draw from N(0, A⁻¹) for z ~ N(0, I) (as `linalg.solve_lower_t`)."""
-    out, info = _dtrtrs(factor, z, 1, 1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"triangular solve failed (info = {info})")
-    return out
-
-
-def arm_widths(factor: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """‖x‖_{A⁻¹} = ‖L⁻¹x‖ for every row x of `arms` (as `linalg.widths`)."""
-    w = _dtrsm(1.0, factor, arms.T, 0, 1)
-    return np.sqrt(np.einsum("ij,ij->j", w, w))
+_dsyr = blas.dsyr
 
 
 def ucb_index(arms: np.ndarray, theta: np.ndarray, factor: np.ndarray, scale: float) -> int:
     """argmax of xᵀθ + scale·‖x‖_{A⁻¹}, bit for bit `(arms @ θ + scale * widths).argmax()`."""
-    scores = arm_widths(factor, arms)
+    scores = widths(factor, arms)
     if scale != 1.0:  # 1·w is w: no bit changes
         scores *= scale
     scores += arms @ theta
     return int(scores.argmax())
-
-
-def smallest_eigenvalue(a_lower: np.ndarray) -> float:
-    """λ_min of the symmetric matrix with this lower triangle (as `linalg.lambda_min`)."""
-    w, _, _, _, info = _dsyevx(a_lower, 0, "I", 1, 0.0, 1.0, 1, 1)  # vl, vu unused: defaults
-    if info != 0:
-        raise np.linalg.LinAlgError(f"eigenvalue computation failed (info = {info})")
-    return float(w[0])
-
-
-def log_det_of(factor: np.ndarray) -> float:
-    """ln det A = 2 Σ ln L_ii (as `linalg.log_det`)."""
-    return 2.0 * float(np.log(factor.diagonal()).sum())
 
 
 def add_reward(b: np.ndarray, x: np.ndarray, r: float) -> None:
@@ -255,14 +209,14 @@ class LinearPolicy(Policy):
         """Lower Cholesky factor of the current A, computed once per change of A."""
         cached = self._factor
         if cached is None or cached[0] != self.gram_version:
-            cached = self._factor = (self.gram_version, factorise(self.A))
+            cached = self._factor = (self.gram_version, cholesky(self.A))
         return cached[1]
 
     def ridge_mean(self) -> np.ndarray:
         """A⁻¹b, once per change of A, for policies that change b only with A (in `observe`)."""
         cached = self._mean
         if cached is None or cached[0] != self.gram_version:
-            cached = self._mean = (self.gram_version, factor_solve(self.factor(), self.b))
+            cached = self._mean = (self.gram_version, cho_solve(self.factor(), self.b))
         return cached[1]
 
     def gaussian_release(self, value: np.ndarray, sigma: float) -> np.ndarray:

@@ -6,12 +6,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from dpbandits.linalg import solve_lower_t
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
     LinearPolicy,
     add_reward,
-    factor_draw,
     ucb_index,
 )
 
@@ -47,7 +47,7 @@ class LinTS(LinearPolicy):
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         theta = self.ridge_mean()
-        sample = factor_draw(self.factor(), self.explore_normals.next())
+        sample = solve_lower_t(self.factor(), self.explore_normals.next())
         if self.v != 1.0:  # 1·ξ is ξ: no bit changes
             sample *= self.v
         sample += theta  # θ + v·ξ
