@@ -29,9 +29,7 @@ from dpbandits.policies.base import BatchedPolicy, Lockstep, Policy
 def run_policy(policy: Policy, env: Environment) -> RunResult:
     """begin → the environment's loop → finish → ledger check; the run's trace and records."""
     policy.begin(env)
-    start = time.perf_counter()
-    regret, reward, extra = _play(policy, env)
-    return _close(policy, env, regret, reward, extra, start)
+    return _run_begun(policy, env)
 
 
 def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[RunResult]:
@@ -47,15 +45,17 @@ def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[
     start = time.perf_counter()
     lockstep = driver.build(list(policies))
     if lockstep is None:
-        results = []
-        for policy, env in zip(policies, envs, strict=True):
-            begun = time.perf_counter()
-            results.append(_close(policy, env, *_play(policy, env), begun))
-        return results
+        return [_run_begun(policy, env) for policy, env in zip(policies, envs, strict=True)]
     regret, reward = _lockstep_loop(lockstep, policies, envs)  # type: ignore[arg-type]
     share = (time.perf_counter() - start) / len(policies)
     return [_close(policy, env, regret[i], reward[i], {}, time.perf_counter() - share)
             for i, (policy, env) in enumerate(zip(policies, envs, strict=True))]
+
+
+def _run_begun(policy: Policy, env: Environment) -> RunResult:
+    """`run_policy` after `begin`."""
+    start = time.perf_counter()
+    return _close(policy, env, *_play(policy, env), start)
 
 
 def _play(policy: Policy, env: Environment) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
@@ -86,18 +86,26 @@ def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndar
 
 def _lockstep_driver(policies: Sequence[Policy], envs: Sequence[Environment]
                      ) -> type[Lockstep] | None:
-    """The algorithm's `Lockstep` class when ≥ 2 trials of it share one arm table, else None."""
+    """The `Lockstep` class that the policies' own class names (not inherited: a subclass may
+    play otherwise), when ≥ 2 distinct policies with distinct generators and the same arm
+    preparation play round environments on one shared arm table covering the horizon."""
+    if len(policies) < 2:
+        return None
     first = type(policies[0])
-    if len(policies) < 2 or not first.lockstep or any(type(p) is not first for p in policies):
-        return None
+    name = vars(first).get("lockstep", "")
+    horizon = envs[0].horizon
     table = getattr(envs[0], "contexts", None)
-    if (not isinstance(table, np.ndarray) or table.ndim != 3
+    if (not name or isinstance(policies[0], BatchedPolicy)
+            or any(type(p) is not first or p.clips_contexts != policies[0].clips_contexts
+                   for p in policies)
+            or len({id(p) for p in policies}) < len(policies)
+            or len({id(p.rng) for p in policies}) < len(policies)
+            or not isinstance(table, np.ndarray) or table.ndim != 3 or len(table) < horizon
             or any(not isinstance(env, RoundEnvironment) or env.contexts is not table
-                   or env.horizon != envs[0].horizon for env in envs)
-            or isinstance(policies[0], BatchedPolicy)):
+                   or env.horizon != horizon for env in envs)):
         return None
-    module, name = first.lockstep.split(":")
-    return getattr(importlib.import_module(module), name)
+    module, cls = name.split(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],

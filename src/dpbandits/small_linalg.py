@@ -24,7 +24,8 @@ try:
 except ImportError:  # pragma: no cover - other numpy layouts: the public functions
     einsum, _kernels = np.einsum, None
 
-__all__ = ["cholesky", "eigh", "eigvalsh", "einsum", "slogdet", "solve", "svd_thin"]
+__all__ = ["cholesky", "eigh", "eigvalsh", "einsum", "slogdet", "slogdet_stack", "solve",
+           "svd_thin"]
 
 
 def _finite(array: np.ndarray) -> bool:
@@ -75,6 +76,15 @@ def svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _numpy_svd_thin(a: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """numpy's thin SVD: what `svd_thin` falls back to."""
     return np.linalg.svd(a, full_matrices=False)
+
+
+def slogdet_stack(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`np.linalg.slogdet` of a stack of square float64 matrices: (signs, ln |det|), each
+    matrix's as `slogdet` gives it."""
+    if _kernels is not None:
+        return _kernels.slogdet(a, signature="d->dd")
+    sign, value = np.linalg.slogdet(a)
+    return sign, value
 
 
 def slogdet(a: np.ndarray) -> tuple[float, float]:

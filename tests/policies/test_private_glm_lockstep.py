@@ -14,9 +14,12 @@ from dpbandits.links import get_link
 from dpbandits.policies import private_glm as pg
 from dpbandits.policies import private_glm_lockstep as lk
 from dpbandits.privacy import accountant
-from dpbandits.privacy.tree import MatrixTree
+from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.tree import MatrixTree, StackedTrees, gershgorin_short, transpose
 
 DELTA = 0.02
+SKIPPED = (np.random.Generator, ExactNoise, NumpyNoise)  # their draws show in the numbers
 MODES = {
     "paper": {"accounting": "paper"},
     "strict": {"accounting": "strict"},
@@ -32,135 +35,182 @@ def isolated_cache(tmp_path_factory, monkeypatch):
     accountant.clear_memo()
 
 
-def _trials(mode: str, trials: int = 4, horizon: int = 400, d: int = 2,
-            family: str = "logistic") -> tuple[list[pg.PrivateGLM], list]:
+def _trials(mode: str, d: int = 2, family: str = "logistic", trials: int = 4,
+            horizon: int = 400, seed: int = 7) -> tuple[list[pg.PrivateGLM], list]:
     """Fresh policies and environments of one shard: large κ (Criterion I fires often, so
     trials differ in which rounds are warm), κ* = 2 (ab8fd16's switch cutoff c₂ = 2 ≥ 1), a
     generous ε."""
     inst = GLMInstance(family, d, 5, 1.0, horizon, 3)
     info = dataclasses.replace(inst.info, kappa=2000.0, kappa_star=2.0, kappa_pub=2000.0,
                                kappa_star_pub=2.0)
-    policies = [pg.PrivateGLM(info, np.random.default_rng(7 + trial), epsilon=50.0,
+    policies = [pg.PrivateGLM(info, np.random.default_rng(seed + trial), epsilon=50.0,
                               delta=DELTA, **MODES[mode]) for trial in range(trials)]
     return policies, [inst.environment(trial) for trial in range(trials)]
 
 
-def _record(policy: pg.PrivateGLM, result) -> dict:
-    """Everything a run leaves: its trace, records, ledger and the policy's final state."""
-    state = {name: getattr(policy, name) for name in (
-        "theta_w", "theta_tau", "v_vals", "v_vecs", "h_cur", "n_w", "n_nw", "n1", "n2",
-        "stop1", "stop2", "discarded")}
-    state["h_prev_eig"] = policy.h_prev_eig
-    state["trees"] = [(tree.count, tree._prefix) for tree in (policy.vtree, policy.htree)]
-    state["Z_nw"] = (policy.znw_x[: policy.n_nw], policy.znw_y[: policy.n_nw])
-    return {"regret": result.regret, "reward": result.reward, "events": result.events,
-            "diagnostics": result.diagnostics, "ledger": policy.ledger.to_json(),
-            "state": state}
-
-
-def _bits(value: object) -> object:
-    """A comparable form in which two floats are equal only when their bits are."""
+def _state(value: object) -> object:
+    """A comparable form of an object's whole state, in which two floats are equal only when
+    their bits are; generators, noise sources and functions are left out (their draws show in
+    the numbers), the ledger is compared as its JSON."""
+    if isinstance(value, PrivacyLedger):
+        return value.to_json()
+    if isinstance(value, pg.PrivateGLM | MatrixTree):
+        state = dict(vars(value))
+        if isinstance(value, pg.PrivateGLM):  # rows past the counts are never written
+            state["zw_x"], state["zw_y"] = value.zw_x[: value.n_w], value.zw_y[: value.n_w]
+            state["znw_x"], state["znw_y"] = value.znw_x[: value.n_nw], value.znw_y[: value.n_nw]
+        return {k: _state(v) for k, v in state.items()
+                if not isinstance(v, SKIPPED) and not callable(v)
+                and k not in ("_samplers", "link")}
     if isinstance(value, dict):
-        return {k: _bits(v) for k, v in value.items()}
+        return {k: _state(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_bits(v) for v in value]
+        return [_state(v) for v in value]
     if isinstance(value, np.ndarray | float | np.floating):
         array = np.asarray(value)
         return (array.dtype.str, array.shape, array.tobytes())
+    if dataclasses.is_dataclass(value):
+        return _state(vars(value))
     return value
+
+
+def _runs(policies: list[pg.PrivateGLM], results: list) -> list:
+    return [_state({"regret": r.regret, "reward": r.reward, "events": r.events,
+                    "diagnostics": r.diagnostics, "policy": p})
+            for p, r in zip(policies, results, strict=True)]
 
 
 def _lockstep_and_alone(mode: str, **kwargs) -> tuple[list, list]:
     policies, envs = _trials(mode, **kwargs)
-    results = runner.run_trials(policies, envs)
-    together = [_record(p, r) for p, r in zip(policies, results, strict=True)]
+    together = _runs(policies, runner.run_trials(policies, envs))
     policies, envs = _trials(mode, **kwargs)
-    alone = [_record(p, runner.run_policy(p, e)) for p, e in zip(policies, envs, strict=True)]
+    alone = _runs(policies, [runner.run_policy(p, e) for p, e in zip(policies, envs, strict=True)])
     return together, alone
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("family", ["logistic", "probit"])
-def test_every_trial_gets_the_bits_of_its_own_run(mode: str, family: str, monkeypatch) -> None:
+@pytest.mark.parametrize("d", [2, 3, 5])
+def test_every_trial_gets_the_bits_of_its_own_run(mode: str, family: str, d: int,
+                                                  monkeypatch) -> None:
     played_alone: list[int] = []
     select = pg.PrivateGLM.select
     monkeypatch.setattr(pg.PrivateGLM, "select",
                         lambda self, t, arms: played_alone.append(t) or select(self, t, arms))
-    together, alone = _lockstep_and_alone(mode, family=family)
+    together, alone = _lockstep_and_alone(mode, d=d, family=family)
     assert len(played_alone) == 4 * 400  # the runs alone: the others were in lockstep
-    assert _bits(together) == _bits(alone)
+    assert together == alone
     # the runs exercise what the driver hands to the policies: warm rounds that differ between
-    # trials, θ_w fits (strict: started by the counter; else the c₁ fits and then discarded
-    # Criterion-I samples), and (probit) switches
-    warm = [set(r["events"]["warmup_times"].tolist()) for r in alone]
-    assert all(warm) and len({frozenset(w) for w in warm}) > 1
-    if mode == "strict":
-        assert all(len(r["events"]["warmup_fit_counts"]) for r in alone)
-    else:
-        assert all(r["state"]["stop1"] and r["state"]["discarded"] for r in alone)
-    if family == "probit":
-        assert any(len(r["events"]["switch_times"]) for r in alone)
+    # trials, θ_w fits (strict: started by the counter), the end of the warm-up (c₁ fits, then
+    # discarded Criterion-I samples; strict at d ≥ 3)
+    warm = [run["events"]["warmup_times"] for run in alone]
+    assert all(w[1][0] for w in warm) and len({w[2] for w in warm}) > 1
+    assert all(run["policy"]["n1"] for run in alone)
+    if mode != "strict" or d >= 3:
+        assert all(run["policy"]["stop1"] and run["policy"]["discarded"] for run in alone)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_switches_and_their_fits_are_the_policies_own(mode: str) -> None:
+    """d = 1 (ab8fd16's node sums are not stacked there: its trials run one after another)."""
+    together, alone = _lockstep_and_alone(mode, d=1, family="probit")
+    assert together == alone
+    assert any(run["policy"]["n2"] for run in alone)  # Criterion II switched some trial
 
 
 def test_a_changed_bit_is_caught(monkeypatch) -> None:
     """Negative control: x·θ summed as (x * θ).sum() differs from `x @ θ` in the last bits."""
     monkeypatch.setattr(lk, "stacked_dot", lambda rows, vectors: (rows * vectors).sum(axis=1))
     together, alone = _lockstep_and_alone("paper", d=5)
-    assert _bits(together) != _bits(alone)
+    assert together != alone
 
 
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 9])
 def test_stacked_calls_equal_the_calls_of_one_trial(d: int) -> None:
     rng = np.random.default_rng(d)
-    link = get_link("logistic")
-    for _ in range(50):
-        arms = rng.standard_normal((20, d)) / 3
-        g = rng.standard_normal((5, d, d))
-        a = g @ lk.transpose(g) + 0.1 * np.eye(d)
-        vals, vecs = small_linalg.eigh(a)
-        theta = rng.standard_normal((5, d))
-        x = arms[rng.integers(0, 20, 5)]
-        norms = lk.stacked_inverse_norms(arms, vals, vecs)
-        dots = lk.stacked_dot(x, theta)
-        scores = lk.stacked_scores(arms, theta)
-        outer = lk.stacked_outer(x)
-        weights = link.dot(dots)
-        for i in range(5):
-            assert norms[i].tobytes() == pg._inverse_norms(arms, vals[i], vecs[i]).tobytes()
-            assert dots[i].tobytes() == (x[i] @ theta[i]).tobytes()
-            assert scores[i].tobytes() == (arms @ theta[i]).tobytes()
-            assert outer[i].tobytes() == np.outer(x[i], x[i]).tobytes()
-            assert weights[i] == float(link.dot(np.array(x[i] @ theta[i])))
+    for family in ("logistic", "probit"):
+        link = get_link(family)
+        for _ in range(50):
+            arms = rng.standard_normal((20, d)) / 3
+            g = rng.standard_normal((5, d, d))
+            a = g @ transpose(g) + 0.1 * np.eye(d)
+            b = g @ g + 2.0 * np.eye(d)
+            vals, vecs = small_linalg.eigh(a)
+            theta = rng.standard_normal((5, d))
+            x = arms[rng.integers(0, 20, 5)]
+            norms = pg.inverse_norms(arms, vals, vecs)
+            top = pg.gen_eig_max_whitened(b, vals, vecs)
+            dots = lk.stacked_dot(x, theta)
+            scores = lk.stacked_scores(arms, theta)
+            outer = lk.stacked_outer(x)
+            weights = link.dot(dots)
+            signs, logdets = small_linalg.slogdet_stack(a)
+            for i in range(5):
+                assert norms[i].tobytes() == pg.inverse_norms(arms, vals[i], vecs[i]).tobytes()
+                assert top[i] == pg.gen_eig_max_whitened(b[i], vals[i], vecs[i])
+                assert dots[i].tobytes() == (x[i] @ theta[i]).tobytes()
+                assert scores[i].tobytes() == (arms @ theta[i]).tobytes()
+                assert outer[i].tobytes() == np.outer(x[i], x[i]).tobytes()
+                single = link.dot(np.array(x[i] @ theta[i]))
+                assert weights[i].tobytes() == single.tobytes()
+                assert (signs[i], logdets[i]) == small_linalg.slogdet(a[i])
 
 
-def test_stacked_trees_release_what_each_tree_releases() -> None:
-    def trees(cover: str, dim: int) -> list[MatrixTree]:
-        return [MatrixTree(40, dim, 0.3, np.random.default_rng(i), shift=2.0, cover=cover)
-                for i in range(3)]
+def _trees(cover: str, dim: int, count: int = 3, **kwargs) -> list[MatrixTree]:
+    return [MatrixTree(40, dim, 0.3, np.random.default_rng(i), shift=2.0, cover=cover,
+                       **kwargs) for i in range(count)]
 
+
+@pytest.mark.parametrize("cover", ["dyadic", "ab8fd16"])
+@pytest.mark.parametrize("dim", [2, 3])
+def test_stacked_trees_release_what_each_tree_releases(cover: str, dim: int) -> None:
     rng = np.random.default_rng(0)
-    for cover in ("dyadic", "ab8fd16"):
-        alone, stacked = trees(cover, 3), lk.StackedTrees(trees(cover, 3))
-        for _ in range(40):
-            rows = rng.random(3) < 0.5
-            leaves = rng.standard_normal((int(rows.sum()), 3, 3))
-            for tree, leaf in zip(np.array(alone, dtype=object)[rows], leaves, strict=True):
-                tree.update(leaf)
-            for tree in np.array(alone, dtype=object)[~rows]:
-                tree.update(None)
-            stacked.advance(rows, leaves)
-            raw, repaired = stacked.query_raw(), stacked.query()
-            for i, tree in enumerate(alone):
-                assert raw[i].tobytes() == tree.query_raw().tobytes()
-                assert repaired[i].tobytes() == tree.query().tobytes()
-    assert not lk.StackedTrees.accepts(trees("ab8fd16", 1))  # node sums pairwise: not stacked
-    assert lk.StackedTrees.accepts(trees("dyadic", 1))
+    alone, stacked = _trees(cover, dim), StackedTrees(_trees(cover, dim))
+    repairs = 0
+    for _ in range(40):
+        rows = rng.random(3) < 0.5
+        leaves = rng.standard_normal((int(rows.sum()), dim, dim)) * 3.0  # not PSD: repairs
+        for i, tree in enumerate(alone):
+            tree.update(leaves[int(rows[:i].sum())] if rows[i] else None)
+        stacked.advance(rows, leaves)
+        raw, released = stacked.query_raw(), stacked.query()
+        vals, vecs = stacked.query_eigh()
+        repairs += int(gershgorin_short(raw, 1e-12).sum())
+        for i, tree in enumerate(alone):
+            assert raw[i].tobytes() == tree.query_raw().tobytes()
+            assert released[i].tobytes() == tree.query().tobytes()
+            one_vals, one_vecs = tree.query_eigh()
+            assert (vals[i].tobytes(), vecs[i].tobytes()) == (one_vals.tobytes(),
+                                                              one_vecs.tobytes())
+    assert repairs
+    stacked.close()
+    assert [_state(t) for t in stacked.trees] == [_state(t) for t in alone]
 
 
-def test_mixed_or_noiseless_trials_run_one_after_another(monkeypatch) -> None:
-    paper, _ = _trials("paper", trials=1)
+def test_trees_that_cannot_be_stacked_are_refused() -> None:
+    assert StackedTrees.accepts(_trees("dyadic", 1))
+    assert not StackedTrees.accepts(_trees("ab8fd16", 1))  # numpy sums that axis pairwise
+    assert not StackedTrees.accepts(_trees("dyadic", 2, eager=False))  # noise drawn lazily
+    mixed = _trees("dyadic", 2) + [MatrixTree(40, 2, 0.4, np.random.default_rng(9), shift=2.0)]
+    assert not StackedTrees.accepts(mixed)  # another σ
+
+
+def test_trials_that_cannot_play_together_run_one_after_another() -> None:
+    paper, envs = _trials("paper", trials=2)
     strict, _ = _trials("strict", trials=1)
     assert lk.PrivateGLMLockstep.build([paper[0], strict[0]]) is None
+    runner.run_policy(paper[1], envs[1])
+    assert lk.PrivateGLMLockstep.build(paper) is None  # one has played already
+    shared, envs = _trials("paper", trials=2)
+    shared[1].rng = shared[0].rng
+    assert runner._lockstep_driver(shared, envs) is None  # one generator for two trials
+
+    class Variant(pg.PrivateGLM):
+        """A subclass may play otherwise: it does not inherit the driver."""
+
+    variants = [Variant(p.problem, np.random.default_rng(i), epsilon=50.0, delta=DELTA,
+                        accounting="paper") for i, p in enumerate(paper)]
+    assert runner._lockstep_driver(variants, envs) is None
 
     def noiseless() -> tuple[list[pg.PrivateGLM], list]:
         policies, envs = _trials("paper", trials=2)
@@ -170,8 +220,7 @@ def test_mixed_or_noiseless_trials_run_one_after_another(monkeypatch) -> None:
 
     policies, envs = noiseless()
     assert lk.PrivateGLMLockstep.build(policies) is None  # no noise tables to stack
-    results = runner.run_trials(policies, envs)
-    together = [_record(p, r) for p, r in zip(policies, results, strict=True)]
+    together = _runs(policies, runner.run_trials(policies, envs))
     policies, envs = noiseless()
-    alone = [_record(p, runner.run_policy(p, e)) for p, e in zip(policies, envs, strict=True)]
-    assert _bits(together) == _bits(alone)
+    alone = _runs(policies, [runner.run_policy(p, e) for p, e in zip(policies, envs, strict=True)])
+    assert together == alone

@@ -46,6 +46,7 @@ from dpbandits.privacy.tree import (
     MatrixTree,
     psd_repair,
     release_cost,
+    transpose,
     tree_calibration,
     tree_height,
     tree_rho,
@@ -56,7 +57,7 @@ from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 SWITCH_SLACK = 1e-8
 E = math.e
 CODE_STATES = ("d9c93e1", "ab8fd16")  # the authors' corrected code, their initial commit
-AB8FD16_DET_RATIO = 2.0  # ab8fd16's Criterion II: max det H_cur ≥ 2·max det H_prev
+AB8FD16_LOG_DET_RATIO = math.log(2.0)  # ab8fd16's Criterion II: max det H_cur ≥ 2·max det H_prev
 
 
 @dataclass(frozen=True)
@@ -128,17 +129,21 @@ def gen_eig_max(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.linalg.eigvalsh(0.5 * (m + m.T))[-1])
 
 
-def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> float:
-    """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0."""
-    w = vecs / np.sqrt(vals)
-    m = w.T @ a @ w
-    return float(small_linalg.eigvalsh(0.5 * (m + m.T))[-1])
+def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray
+                         ) -> float | np.ndarray:
+    """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0: a
+    float for one pair, an array for stacks of them."""
+    w = vecs / np.sqrt(vals)[..., None, :]
+    m = transpose(w) @ a @ w
+    top = small_linalg.eigvalsh(0.5 * (m + transpose(m)))[..., -1]
+    return float(top) if top.ndim == 0 else top
 
 
-def _inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """‖x_i‖²_{A⁻¹} for the rows of x, A = vecs·diag(vals)·vecsᵀ."""
+def inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
+    """‖x_i‖²_{A⁻¹} for the rows of x, A = vecs·diag(vals)·vecsᵀ (for stacks of (vals, vecs),
+    one row of results per matrix)."""
     p = x @ vecs
-    return (p * p / vals).sum(axis=1)
+    return (p * p / vals[..., None, :]).sum(axis=-1)
 
 
 GLM_AUDIT_NOTE = ("paper mode triggers a θ_w fit from user 0's own contexts without noise (its "
@@ -233,6 +238,8 @@ class PrivateGLM(Policy):
                                                kappa_star, eps, delta, self.zeta,
                                                p["code_state"])
         self.height = tree_height(horizon)
+        self.switch_above = c.f_sw + SWITCH_SLACK  # Criterion II switches above this
+        self.width_scale = c.gamma * math.sqrt(c.kappa)  # elimination width ÷ ‖x‖_{V⁻¹}
         self.noise = noise_for(self.accounting, rng)
         self._setup_budget(eps, delta)
         tree_noise = self.noise if self.strict else None
@@ -456,7 +463,7 @@ class PrivateGLM(Policy):
         c = self.const
         if self.strict:  # every round, so that a user's own contexts cannot decide the check
             self._criterion_two(t)
-        m = _inverse_norms(arms, self.v_vals, self.v_vecs)
+        m = inverse_norms(arms, self.v_vals, self.v_vecs)
         a = int(m.argmax())
         if m[a] > c.thr_w:  # Criterion I
             self._warm = True
@@ -473,10 +480,9 @@ class PrivateGLM(Policy):
             self._criterion_two(t)
         vals, vecs = self.h_prev_eig
         ucb = arms @ (0.5 * (self.theta_w + self.theta_tau)) + c.beta * np.sqrt(
-            _inverse_norms(arms, vals, vecs))
+            inverse_norms(arms, vals, vecs))
         if self.theta_w.any():  # with θ_w = 0 the elimination keeps every arm
-            width = c.gamma * math.sqrt(c.kappa) * np.sqrt(
-                _inverse_norms(arms, self.v_vals, self.v_vecs))
+            width = self.width_scale * np.sqrt(inverse_norms(arms, self.v_vals, self.v_vecs))
             centre_w = arms @ self.theta_w
             keep = centre_w + width >= (centre_w - width).max()
             ucb = np.where(keep, ucb, -np.inf)
@@ -488,7 +494,7 @@ class PrivateGLM(Policy):
             self._criterion_two_ab8fd16(t)
             return
         if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
-                self.const.f_sw + SWITCH_SLACK):
+                self.switch_above):
             self.switch(t)
 
     def switch(self, t: int) -> None:
@@ -506,7 +512,7 @@ class PrivateGLM(Policy):
     def _criterion_two_ab8fd16(self, t: int) -> None:
         """ab8fd16's Criterion II: switch when max_s det H_cur(s) ≥ 2·max det H_prev, comparing
         the running maximum over every released H_cur with that over the switched-to H_prev."""
-        if not (self.stop2 or self.logdet_cur < math.log(AB8FD16_DET_RATIO) + self.logdet_prev):
+        if not (self.stop2 or self.logdet_cur < AB8FD16_LOG_DET_RATIO + self.logdet_prev):
             self.switch(t)
 
     def _refresh_h(self) -> None:

@@ -234,6 +234,25 @@ def exact_release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int,
     return float(total[best]), best + 1, int(heaviest)
 
 
+def transpose(matrices: np.ndarray) -> np.ndarray:
+    """Each matrix of a stack (or the one matrix) transposed, a view: `.T` of a 2-d array."""
+    return np.swapaxes(matrices, -1, -2)
+
+
+def gershgorin_short(raw: np.ndarray, floor: float) -> np.ndarray:
+    """Per matrix of a stack (or for one matrix): whether Gershgorin's discs fail to put every
+    eigenvalue at or above `floor`, so that `MatrixTree.query` must repair it."""
+    diag = raw.diagonal(axis1=-2, axis2=-1)
+    radius = np.abs(raw).sum(axis=-1) - np.abs(diag)
+    return ~(diag - radius >= floor).all(axis=-1)
+
+
+def repaired(raw: np.ndarray, floor: float) -> np.ndarray:
+    """V·diag(max(λ, floor))·Vᵀ from the eigen-decomposition of each (symmetric) matrix."""
+    vals, vecs = clipped_eigh(raw, floor)
+    return (vecs * vals[..., None, :]) @ transpose(vecs)
+
+
 def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrise and clip eigenvalues below at `floor`: (eigenvalues, eigenvectors)."""
     return clipped_eigh(0.5 * (matrix + matrix.T), floor)
@@ -430,9 +449,100 @@ class MatrixTree:
         the identity and the eigen-decomposition is skipped.
         """
         raw = self.query_raw()
-        diag = raw.diagonal()
-        radius = np.abs(raw).sum(axis=1) - np.abs(diag)
-        if (diag - radius >= self.psd_floor).all():
+        if not gershgorin_short(raw, self.psd_floor):
             return raw
-        vals, vecs = clipped_eigh(raw, self.psd_floor)
-        return (vecs * vals) @ vecs.T
+        return repaired(raw, self.psd_floor)
+
+
+class StackedTrees:
+    """The `MatrixTree`s of several trials as one, for trials played in lockstep: each round's
+    update and release of every tree is one numpy call on the stack, and each tree's release
+    is bit for bit its own (`MatrixTree.update`, `query_raw`, `query_eigh`, `query`).
+
+    The trees must have noise drawn eagerly at construction and the same cover, horizon, shape,
+    σ, noise kind, shift, floor and count (`accepts`). ab8fd16's cover adds node sums from zero
+    in cover order, as one tree's `sum(axis=0)` does for matrices of dim ≥ 2 (for dim = 1 numpy
+    sums that axis pairwise, so those trees are not stacked).
+    """
+
+    def __init__(self, trees: list[MatrixTree]) -> None:
+        self.trees = trees
+        first = trees[0]
+        self.horizon, self.height, self.cover_kind = first.horizon, first.height, first.cover_kind
+        self.shift, self.floor = first.shift, first.psd_floor
+        self.count = first.count
+        self.prefix = np.stack([tree._prefix for tree in trees])
+        self.cover = np.stack([tree._cover_noise_table() for tree in trees])
+        for tree, table in zip(trees, self.cover, strict=True):
+            tree._cover_sums = table  # the tree's own table, not a second copy
+        self.node_sums = (None if first._node_sums is None
+                          else np.stack([tree._node_sums for tree in trees]))
+        self.diagonal = (slice(None), *np.diag_indices(first.dim))
+
+    @staticmethod
+    def accepts(trees: list[MatrixTree]) -> bool:
+        """Whether these trees can be stacked (see the class docstring)."""
+        first = trees[0]
+        if first.cover_kind != "dyadic" and first.dim < 2:
+            return False
+
+        def key(tree: MatrixTree) -> tuple:
+            return (tree.cover_kind, tree.count, tree.horizon, tree.dim, tree.sigma_node,
+                    tree.exact, type(tree.noise), tree.shift, tree.psd_floor)
+
+        return all(tree._noise_table is not None and key(tree) == key(first) for tree in trees)
+
+    def advance(self, rows: np.ndarray | None, leaves: np.ndarray) -> None:
+        """Every tree's next leaf: leaves[j] for the j-th trial of the mask `rows` (None: of
+        every trial), none for the others. Leaves are snapped as each tree snaps them (`snap`
+        is elementwise and draws nothing, so one tree's does it for all)."""
+        if self.count >= self.horizon:
+            raise ValueError(f"MatrixTree: update {self.count + 1} exceeds horizon "
+                             f"{self.horizon}")
+        self.count += 1
+        if not len(leaves):
+            return
+        leaves = self.trees[0].snap(leaves)
+        rows = slice(None) if rows is None else rows
+        self.prefix[rows] += leaves
+        if self.node_sums is not None:
+            node = (1 << (self.height - 1)) + self.count - 1
+            while node > 0:
+                self.node_sums[rows, node] += leaves
+                node //= 2
+
+    def _data_sum(self) -> np.ndarray:
+        if self.node_sums is None:
+            return self.prefix
+        total = np.zeros_like(self.prefix)
+        for node in query_nodes(self.count, self.height, self.cover_kind):
+            total += self.node_sums[:, node]
+        return total
+
+    def query_raw(self) -> np.ndarray:
+        """Every tree's `query_raw`."""
+        out = self._data_sum() + self.cover[:, self.count]
+        out = 0.5 * (out + transpose(out))
+        out[self.diagonal] += self.shift
+        return out
+
+    def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every tree's `query_eigh`."""
+        return clipped_eigh(self.query_raw(), self.floor)
+
+    def query(self) -> np.ndarray:
+        """Every tree's `query`."""
+        raw = self.query_raw()
+        short = gershgorin_short(raw, self.floor)
+        if short.any():
+            raw[short] = repaired(raw[short], self.floor)
+        return raw
+
+    def close(self) -> None:
+        """Hand every tree its count, prefix sum and node sums back."""
+        for i, tree in enumerate(self.trees):
+            tree.count = self.count
+            tree._prefix = self.prefix[i].copy()
+            if self.node_sums is not None:
+                tree._node_sums = self.node_sums[i].copy()
+                tree.cover()  # its memo of the last release's nodes
