@@ -84,17 +84,8 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
         )
         return env, policy, time.perf_counter() - start
 
-    if cls.lockstep:  # every trial built first, so that the runner can play them together
-        built = [build(trial) for trial in spec["trials"]]
-        results = run_trials([p for _, p, _ in built], [e for e, _, _ in built])
-        runs = [(p, r, b + r.wall_time) for (_, p, b), r in zip(built, results, strict=True)]
-    else:
-        runs = []
-        for trial in spec["trials"]:
-            env, policy, seconds = build(trial)
-            result = run_policy(policy, env)
-            runs.append((policy, result, seconds + result.wall_time))
-    for trial, (policy, result, wall) in zip(spec["trials"], runs, strict=True):
+    def record(trial: int, policy: Any, result: Any, wall: float) -> None:
+        """One trial's checkpointed curves, ledger, diagnostics, events and seconds."""
         if result.regret.shape != (horizon,) or result.reward.shape != (horizon,):
             raise RuntimeError(f"{spec['algorithm']} returned a trace of the wrong length")
         rows["regret"].append(np.cumsum(result.regret)[index])
@@ -112,6 +103,19 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
         if progress:
             log.info("%s trial %d: regret %.2f in %.2fs", spec["algorithm"], trial,
                      rows["regret"][-1][-1], wall)
+
+    if cls.lockstep:  # every trial built first, so that the runner can play them together
+        built = [build(trial) for trial in spec["trials"]]
+        results = run_trials([p for _, p, _ in built], [e for e, _, _ in built])
+        for trial, (_, policy, seconds), result in zip(spec["trials"], built, results,
+                                                       strict=True):
+            record(trial, policy, result, seconds + result.wall_time)
+    else:  # one at a time: a trial's memory is free again before the next is built
+        for trial in spec["trials"]:
+            env, policy, seconds = build(trial)
+            result = run_policy(policy, env)
+            record(trial, policy, result, seconds + result.wall_time)
+            del env, policy, result
     names = sorted({k for d in diagnostics for k in d})
     return ShardData(
         spec=spec,
