@@ -14,7 +14,6 @@ from dpbandits.instances.glm import GLMInstance
 from dpbandits.links import get_link
 from dpbandits.policies import make_policy
 from dpbandits.policies import private_glm as pg
-from dpbandits.privacy import accountant
 from dpbandits.privacy.dpsgd import strict_sigma
 from dpbandits.privacy.zcdp import epsilon_from_rho
 
@@ -23,12 +22,7 @@ from helpers import assert_snapped_calibration
 DELTA = 0.02
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("DPBANDITS_CACHE", str(tmp_path_factory.getbasetemp() / "acc-cache"))
-    accountant.clear_memo()
-    yield
-    accountant.clear_memo()
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 # (d, T, S, κ, κ*) of the instances of docs/glm.md, "Non-linearity constants"; per ε: λ, λ_max,

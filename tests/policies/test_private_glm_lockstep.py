@@ -13,7 +13,6 @@ from dpbandits.instances.glm import GLMInstance
 from dpbandits.links import get_link
 from dpbandits.policies import private_glm as pg
 from dpbandits.policies import private_glm_lockstep as lk
-from dpbandits.privacy import accountant
 from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise
 from dpbandits.privacy.ledger import PrivacyLedger
 from dpbandits.privacy.tree import MatrixTree, StackedTrees, gershgorin_short, transpose
@@ -27,12 +26,7 @@ MODES = {
 }
 
 
-@pytest.fixture(autouse=True)
-def isolated_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("DPBANDITS_CACHE", str(tmp_path_factory.getbasetemp() / "acc-cache"))
-    accountant.clear_memo()
-    yield
-    accountant.clear_memo()
+pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
 def _trials(mode: str, d: int = 2, family: str = "logistic", trials: int = 4,
