@@ -1,9 +1,13 @@
-"""Small shard specs and calibration checks for unit tests."""
+"""Small shard specs, calibration checks and shared fixtures for unit tests."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
+
+import pytest
+
+from dpbandits.privacy import accountant
 
 GRID_RELATIVE = 2.0**-19  # exact noise: σ/γ ≥ 2^20, rounding σ up costs < one part in 2^20
 
@@ -40,3 +44,13 @@ def small_spec(**overrides: Any) -> dict[str, Any]:
     }
     spec.update(overrides)
     return spec
+
+
+@pytest.fixture
+def isolated_cache(tmp_path_factory, monkeypatch):
+    """The accountant's disk cache in this session's temporary folder, its memo empty (import
+    it into a test module and name it in `pytest.mark.usefixtures`)."""
+    monkeypatch.setenv("DPBANDITS_CACHE", str(tmp_path_factory.getbasetemp() / "acc-cache"))
+    accountant.clear_memo()
+    yield
+    accountant.clear_memo()

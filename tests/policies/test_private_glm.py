@@ -17,7 +17,7 @@ from dpbandits.policies import private_glm as pg
 from dpbandits.privacy.dpsgd import strict_sigma
 from dpbandits.privacy.zcdp import epsilon_from_rho
 
-from helpers import assert_snapped_calibration
+from helpers import assert_snapped_calibration, isolated_cache  # noqa: F401 (a fixture)
 
 DELTA = 0.02
 

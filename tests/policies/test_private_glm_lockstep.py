@@ -17,6 +17,8 @@ from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise
 from dpbandits.privacy.ledger import PrivacyLedger
 from dpbandits.privacy.tree import MatrixTree, StackedTrees, gershgorin_short, transpose
 
+from helpers import isolated_cache  # noqa: F401 (a fixture)
+
 DELTA = 0.02
 SKIPPED = (np.random.Generator, ExactNoise, NumpyNoise)  # their draws show in the numbers
 MODES = {
