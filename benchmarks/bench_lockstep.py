@@ -30,6 +30,7 @@ from machine import RESULTS, machine_line
 
 from dpbandits.config import experiment_shards, load_config
 from dpbandits.policies import get_policy_class
+from dpbandits.runner import lockstep_name
 
 REPO = Path(__file__).resolve().parents[1]
 GLM_EXPERIMENTS = ("glm_fig1_logistic", "glm_fig1_probit", "glm_table2", "glm_shuffle")
@@ -39,6 +40,7 @@ sys.path.insert(0, sys.argv[3])
 from bench_lockstep import digest
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import get_policy_class
+from dpbandits.runner import lockstep_name
 from dpbandits.simulate import run_shard
 spec = json.loads(sys.argv[1])
 cls = get_policy_class(spec["policy"])
@@ -87,7 +89,7 @@ def lockstep_shards(config_path: Path, experiments: list[str], algorithm: str,
                      + ", ".join(sorted(config["experiments"])))
         for shard in experiment_shards(name, config["experiments"][name]):
             spec = shard.spec
-            if (get_policy_class(spec["policy"]).lockstep and algorithm in spec["algorithm"]
+            if (lockstep_name(get_policy_class(spec["policy"])) and algorithm in spec["algorithm"]
                     and len(spec["trials"]) >= 2):
                 specs.append({**spec, "trials": list(spec["trials"])[:trials]})
     return specs

@@ -84,15 +84,21 @@ def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndar
     return RunResult(regret, reward, policy.events(), diagnostics, wall)
 
 
+def lockstep_name(cls: type[Policy]) -> str:
+    """The "module:Class" of the `Lockstep` driver this class names itself ("" for none: a
+    subclass does not inherit its parent's, since it may play otherwise)."""
+    return str(vars(cls).get("lockstep", ""))
+
+
 def _lockstep_driver(policies: Sequence[Policy], envs: Sequence[Environment]
                      ) -> type[Lockstep] | None:
-    """The `Lockstep` class that the policies' own class names (not inherited: a subclass may
-    play otherwise), when ≥ 2 distinct policies with distinct generators and the same arm
+    """The `Lockstep` class that the policies' own class names (`lockstep_name`), when ≥ 2
+    distinct policies with distinct generators and the same arm
     preparation play round environments on one shared arm table covering the horizon."""
     if len(policies) < 2:
         return None
     first = type(policies[0])
-    name = vars(first).get("lockstep", "")
+    name = lockstep_name(first)
     horizon = envs[0].horizon
     table = getattr(envs[0], "contexts", None)
     if (not name or isinstance(policies[0], BatchedPolicy)

@@ -1,9 +1,11 @@
-"""numpy.linalg's LAPACK kernels for small 2-d float64 arrays, called without the wrapper.
+"""numpy.linalg's LAPACK kernels for small float64 matrices, called without the wrapper.
 
 `np.linalg.eigh`, `eigvalsh`, `solve`, `cholesky`, `svd` and `slogdet` check their input's
 type and shape and build an `errstate` on every call: 3–4 µs, as long as the LAPACK work on a
 5 × 5 matrix, in loops that call them once per round. The functions here call the same
-compiled gufuncs with the same signatures, so for 2-d float64 input they return the same bits.
+compiled gufuncs with the same signatures, so for float64 input they return the same bits: for
+one matrix, and for a stack of them each matrix's (the gufunc runs the same LAPACK call per
+matrix; a non-finite result anywhere in a stack sends the whole stack to `np.linalg`).
 A failed or singular decomposition fills its outputs with NaN and sets the invalid flag, which
 is ignored here; when the output checked is not finite, the `np.linalg` function itself is
 called, which raises its LinAlgError (or returns the same non-finite result, silently, as it

@@ -68,6 +68,7 @@ class PrivateGLMLockstep(Lockstep):
         self.thr_w, self.beta = first.const.thr_w, first.const.beta
         self.width_scale, self.switch_above = first.width_scale, first.switch_above
         self.rows = np.arange(len(policies))
+        self.everyone = np.ones(len(policies), dtype=bool)
         self.vtree = StackedTrees([p.vtree for p in policies])
         self.htree = StackedTrees([p.htree for p in policies])
 
@@ -112,7 +113,7 @@ class PrivateGLMLockstep(Lockstep):
         """`PrivateGLM.select` of every trial; the H release of warm trials moves to `update`
         (nothing reads it in between)."""
         if self.strict:  # Criterion II in every round, before Criterion I
-            self._criterion_two(t, self.rows >= 0, True)
+            self._criterion_two(t, self.everyone, True)
         norms = inverse_norms(arms, self.v_vals, self.v_vecs)
         best = norms.argmax(axis=1)
         top = norms[self.rows, best]
