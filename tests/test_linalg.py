@@ -66,6 +66,9 @@ def test_positional_calls_return_the_keyword_calls_bits() -> None:
         assert cho_solve(factor, v).tobytes() == lapack.dpotrs(factor, v, lower=1)[0].tobytes()
         assert (solve_lower_t(factor, v).tobytes()
                 == lapack.dtrtrs(factor, v, lower=1, trans=1)[0].tobytes())
+        if d > 1:  # control: a positional flag read wrongly (no transpose) changes the bits
+            assert (solve_lower_t(factor, v).tobytes()
+                    != lapack.dtrtrs(factor, v, lower=1, trans=0)[0].tobytes())
         w = blas.dtrsm(1.0, factor, arms.T, lower=1)
         assert widths(factor, arms).tobytes() == np.sqrt(np.einsum("ij,ij->j", w, w)).tobytes()
         smallest = lapack.dsyevx(a, compute_v=0, range="I", il=1, iu=1, lower=1)[0][0]
