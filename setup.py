@@ -1,4 +1,5 @@
-"""Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.instances._ball`); all other
+"""Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
+`dpbandits.instances._ball`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -14,6 +15,12 @@ setup(
             "dpbandits.privacy._exact",
             sources=["src/dpbandits/privacy/_exact.c"],
             extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "dpbandits.privacy._wbk",
+            sources=["src/dpbandits/privacy/_wbk.c"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
         ),
         Extension(
             "dpbandits.instances._ball",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from dpbandits import scipy_kernels
 from dpbandits.scipy_kernels import NEEDS
 
 PUBLIC = {"lapack": "scipy.linalg.lapack", "blas": "scipy.linalg.blas",
-          "special": "scipy.special"}
+          "special": "scipy.special", "roots": "scipy.optimize._zeros_py._zeros"}
 
 
 def run(code: str, **env: str) -> str:
@@ -24,7 +25,7 @@ def run(code: str, **env: str) -> str:
 
 
 def test_the_kernels_load_without_the_package_initialisers() -> None:
-    packages = ("scipy.linalg", "scipy.special")
+    packages = ("scipy.linalg", "scipy.special", "scipy.optimize")
     code = ("import sys\nimport dpbandits.scipy_kernels\n"
             f"print(','.join(m for m in {packages!r} if m in sys.modules))")
     assert run(code) == ""
@@ -36,12 +37,12 @@ def test_the_kernels_load_without_the_package_initialisers() -> None:
 
 def identity_checks(same: bool = True) -> str:
     """`public.f is kernel.f` for every function the project calls (or, as a control, for
-    each function against the kernel's next one, which must all be False)."""
+    each function against the next one the project calls, which must all be False)."""
+    pairs = [(attr, name) for attr, names in NEEDS.items() for name in names]
     checks = []
-    for attr, names in NEEDS.items():
-        for i, name in enumerate(names):
-            other = name if same else names[(i + 1) % len(names)]
-            checks.append(f"{PUBLIC[attr]}.{name} is k.{attr}.{other}")
+    for i, (attr, name) in enumerate(pairs):
+        other_attr, other = pairs[i] if same else pairs[(i + 1) % len(pairs)]
+        checks.append(f"{PUBLIC[attr]}.{name} is k.{other_attr}.{other}")
     return f"[{', '.join(checks)}]"
 
 
@@ -49,7 +50,8 @@ def identity_checks(same: bool = True) -> str:
 def test_every_function_is_scipys_own_object(order: str) -> None:
     """Whichever is imported first, the public namespaces and the kernels share one module."""
     imports = ["import dpbandits.scipy_kernels as k",
-               "import scipy.linalg.lapack, scipy.linalg.blas, scipy.special"]
+               "import scipy.linalg.lapack, scipy.linalg.blas, scipy.special, "
+               "scipy.optimize._zeros_py"]
     if order == "scipy first":
         imports.reverse()
     body = "\n".join(imports)
@@ -77,3 +79,49 @@ def test_a_missing_file_or_function_falls_back_to_the_public_module() -> None:
     assert missing_name is scipy.linalg.lapack
     assert scipy_kernels.load_extension("linalg", "_fblas", "scipy.linalg.lapack",
                                         NEEDS["blas"]) is scipy_kernels.blas
+
+
+def brent_runs(solver, f, a: float, b: float, **kwargs: float) -> tuple[object, list[float]]:
+    """The root (or the exception) and every point the solver evaluated."""
+    points: list[float] = []
+
+    def traced(x: float) -> float:
+        points.append(x)
+        return f(x)
+
+    try:
+        return solver(traced, a, b, **kwargs), points
+    except (ValueError, RuntimeError) as error:
+        return (type(error), str(error)), points
+
+
+BRENT_CASES = [  # f, a, b, keyword arguments
+    (lambda x: x**3 - 2.0 * x - 5.0, 2.0, 3.0, {}),
+    (lambda x: math.exp(x) - 7.5, -3.0, 4.0, {"xtol": 1e-7, "rtol": 1e-12, "maxiter": 200}),
+    (lambda x: math.log1p(x) - 0.3, 0.0, 5.0, {"xtol": 1e-14, "rtol": 1e-12}),
+    (lambda x: math.tanh(x - 0.25), -1.0, 1.0, {"xtol": 1e-13, "rtol": 1e-14}),
+    (lambda x: x - 0.5, 1.0, 2.0, {}),  # no sign change
+    (lambda x: math.nan, 0.0, 1.0, {}),  # NaN
+    (lambda x: math.exp(x) - 7.5, -3.0, 4.0, {"maxiter": 2}),  # no convergence
+    (lambda x: x, -1.0, 1.0, {"xtol": 0.0}),
+    (lambda x: x, -1.0, 1.0, {"rtol": 1e-17}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(BRENT_CASES)))
+def test_brentq_is_scipys_solver_point_for_point(case: int) -> None:
+    """The same points evaluated, the same root bits, the same errors as scipy.optimize.brentq."""
+    from scipy.optimize import brentq as scipys
+
+    f, a, b, kwargs = BRENT_CASES[case]
+    assert brent_runs(scipy_kernels.brentq, f, a, b, **kwargs) == brent_runs(
+        scipys, f, a, b, **kwargs)
+
+
+def test_brentq_comparison_sees_a_changed_tolerance() -> None:
+    """The control: another xtol gives other points, which the comparison above would see."""
+    from scipy.optimize import brentq as scipys
+
+    f, a, b, _ = BRENT_CASES[1]
+    assert brent_runs(scipy_kernels.brentq, f, a, b, xtol=1e-7) != brent_runs(
+        scipys, f, a, b, xtol=1e-9)

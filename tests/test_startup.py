@@ -52,11 +52,17 @@ def test_figure_and_aggregation_jobs_do_not_load_scipy_stats():
 
 
 def test_policy_modules_load_scipy_optimize_only_where_a_solver_runs():
-    """Solvers (L-BFGS-B fits, projections, σ searches) import scipy.optimize when they run,
-    so a Private-GLM job whose calibrations are cached never loads it."""
+    """Solvers (L-BFGS-B fits, projections) import scipy.optimize when they run; the σ searches
+    of DP-SGD use Brent's compiled solver without it, so a Private-GLM job never loads it."""
     imports = ("import dpbandits.policies.private_glm, dpbandits.policies.glm_ucb, "
                "dpbandits.policies.ecolog, dpbandits.policies.shuffle_glm, dpbandits.glm")
     assert loaded(imports, ("scipy.optimize",)) == []
-    solve = ("\nfrom dpbandits.privacy.dpsgd_ab8fd16 import noise_multiplier"
-             "\nnoise_multiplier(1.0, 1e-5, 10, 0.5)")
-    assert loaded(imports + solve, ("scipy.optimize",)) == ["scipy.optimize"]
+    brent = ("\nfrom dpbandits.privacy.dpsgd_ab8fd16 import noise_multiplier"
+             "\nnoise_multiplier(1.0, 1e-5, 10, 0.5)"
+             "\nfrom dpbandits.privacy.accountant import noise_multiplier as dpsgd_sigma"
+             "\ndpsgd_sigma(1.0, 1e-5, 20, 1000, 100)")
+    assert loaded(imports + brent, ("scipy.optimize", "scipy.optimize._zeros")) == [
+        "scipy.optimize._zeros"]
+    project = ("\nimport numpy as np\nfrom dpbandits.policies.ecolog import _bounded_multiplier"
+               "\n_bounded_multiplier(np.ones(2), np.ones(2), 1.0)")
+    assert loaded(imports + project, ("scipy.optimize",)) == ["scipy.optimize"]

@@ -2,9 +2,10 @@
 
 `import scipy.linalg` and `import scipy.special` run package initialisers that import most of
 scipy and, through scipy's array-API layer, numpy's lazy submodules (f2py, testing, ma): about
-0.3 s of a simulation job's start-up, for a handful of functions. Those functions live in three
-extension modules that need numpy alone: `scipy.linalg._flapack`, `scipy.linalg._fblas` and
-`scipy.special._special_ufuncs`. Each is loaded here from scipy's installed file under its own
+0.3 s of a simulation job's start-up, for a handful of functions; `import scipy.optimize`, for
+Brent's root finder, another 0.4 s. Those functions live in four extension modules that need
+numpy alone: `scipy.linalg._flapack`, `scipy.linalg._fblas`, `scipy.special._special_ufuncs`
+and `scipy.optimize._zeros`. Each is loaded here from scipy's installed file under its own
 name and registered in `sys.modules`, as the import system would register it; a later
 `import scipy.linalg` or `import scipy.special` then uses these same module objects, so every
 function is the very object scipy's public namespaces export (with `SCIPY_ARRAY_API=1` scipy
@@ -17,17 +18,22 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import operator
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["NEEDS", "blas", "lapack", "load_extension", "special"]
+import numpy as np
+
+__all__ = ["NEEDS", "blas", "brentq", "lapack", "load_extension", "special"]
 
 
 NEEDS = {  # what the project calls, by kernel module
     "lapack": ("dpotrf", "dpotrs", "dtrtrs", "dsyevx"),
     "blas": ("dsyr", "dtrsm", "dtrsv", "daxpy"),
     "special": ("expit", "ndtr", "log_ndtr", "gammaln"),
+    "roots": ("_brentq",),
 }
 
 
@@ -69,3 +75,25 @@ def load_extension(package: str, name: str, public: str, needs: tuple[str, ...])
 lapack = load_extension("linalg", "_flapack", "scipy.linalg.lapack", NEEDS["lapack"])
 blas = load_extension("linalg", "_fblas", "scipy.linalg.blas", NEEDS["blas"])
 special = load_extension("special", "_special_ufuncs", "scipy.special", NEEDS["special"])
+roots = load_extension("optimize", "_zeros", "scipy.optimize._zeros", NEEDS["roots"])
+
+BRENTQ_XTOL, BRENTQ_RTOL, BRENTQ_MAXITER = 2e-12, 4 * np.finfo(float).eps, 100  # scipy's
+
+
+def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = BRENTQ_XTOL,
+           rtol: float = BRENTQ_RTOL, maxiter: int = BRENTQ_MAXITER) -> float:
+    """`scipy.optimize.brentq(f, a, b, xtol=, rtol=, maxiter=)`: its argument checks, its
+    NaN check of every value, then the same compiled solver with the same arguments."""
+    maxiter = operator.index(maxiter)
+    if xtol <= 0:
+        raise ValueError(f"xtol too small ({xtol:g} <= 0)")
+    if rtol < BRENTQ_RTOL:
+        raise ValueError(f"rtol too small ({rtol:g} < {BRENTQ_RTOL:g})")
+
+    def checked(x: float) -> float:
+        fx = f(x)
+        if np.isnan(fx):
+            raise ValueError(f"The function value at x={x} is NaN; solver cannot continue.")
+        return fx
+
+    return roots._brentq(checked, a, b, xtol, rtol, maxiter, (), False, True)

@@ -176,3 +176,20 @@ def test_bad_input(kwargs: dict) -> None:
     with pytest.raises(ConfigError) as err:
         acc.noise_multiplier(*args.values(), engine=engine)
     assert "\n" not in str(err.value)
+
+
+def test_log_a_with_the_order_grid_cached_equals_it_computed_afresh() -> None:
+    """`_log_a_ints` reuses what depends on the orders alone; the values are those of the
+    grid built for the call, and the shared grid cannot be written to."""
+    rng = np.random.default_rng(8)
+    orders = np.array([2, 3, 8, 64, 96, 128, 256, 384, 512], dtype=np.int64)
+    for _ in range(50):
+        q, sigma = rng.uniform(0.01, 0.99), math.exp(rng.uniform(math.log(0.5), math.log(80)))
+        deltas = acc._log_forward_diffs(sigma, 256)
+        cached = acc._log_a_ints(q, sigma, orders, deltas)
+        acc._order_grid.cache_clear()
+        fresh = acc._log_a_ints(q, sigma, orders, deltas)
+        assert cached.tobytes() == fresh.tobytes()
+    grid = acc._order_grid(orders.tobytes(), 512)
+    with pytest.raises(ValueError, match="read-only"):
+        grid.log_comb[0, 0] = 0.0

@@ -11,14 +11,17 @@ Results are memoised in-process and persisted under `$DPBANDITS_CACHE` (`disk_me
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
-from dpbandits.scipy_kernels import special
+from dpbandits.privacy import _wbk
+from dpbandits.scipy_kernels import brentq, special
 
 gammaln = special.gammaln
 
@@ -47,34 +50,41 @@ def _log_forward_diffs(sigma: float, n: int) -> np.ndarray:
     """log|Δ^{i+1}| at 0 of (1, e^{cgf(0)}, e^{cgf(1)}, ...), i = 0..n+1 (WBK 2019, Thm 27).
 
     Same recursion (log-magnitude and sign of successive differences) as dp-accounting's
-    `_get_forward_diffs`, one vectorised pass per order.
+    `_get_forward_diffs`, one row of the difference triangle at a time, each row the
+    vectorised numpy pass written out in `_wbk.c` (numpy's own e^x and log1p loops).
     """
-    vec = np.zeros(n + 3)
-    x = np.arange(0, n + 2, dtype=float)
-    vec[1:] = x * (x + 1.0) / (2.0 * sigma**2)
-    signs = np.ones(n + 3, dtype=bool)
     deltas = np.empty(n + 2)
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        for i in range(n + 2):
-            m = n + 2 - i
-            a, b = vec[:m], vec[1 : m + 1]
-            sa, sb = signs[:m], signs[1 : m + 1]
-            gap = np.abs(b - a)
-            hi = np.maximum(a, b)
-            same = sa == sb
-            if same.all():
-                new = hi + np.log1p(-np.exp(-gap))
-                new_sign = (b >= a) == sb
-            else:
-                sub = hi + np.log1p(-np.exp(-gap))
-                add = hi + np.log1p(np.exp(-gap))
-                new = np.where(same, sub, add)
-                new_sign = np.where(same, (b >= a) == sb, sb)
-            new[np.isnan(new)] = -np.inf  # both terms zero
-            vec[:m] = new
-            signs[:m] = new_sign
-            deltas[i] = vec[0]
+    _wbk.log_forward_diffs(2.0 * float(sigma) ** 2, int(n), deltas)
     return deltas
+
+
+class _OrderGrid(NamedTuple):
+    """What `_log_a_ints` needs of its orders α and terms i = 2 … top, whatever σ and q are."""
+
+    i: np.ndarray  # the term indices, as floats
+    exact: np.ndarray  # (orders, 1): α ≤ 256, summed exactly
+    n_exact: int
+    lo_idx: np.ndarray  # forward-difference indices of the exact terms' bound
+    hi_idx: np.ndarray
+    log_comb: np.ndarray  # ln C(α, i)
+    inside: np.ndarray  # i ≤ α
+
+
+@functools.lru_cache(maxsize=64)
+def _order_grid(alphas_key: bytes, top_order: int) -> _OrderGrid:
+    """The `_OrderGrid` of the int64 orders whose bytes are `alphas_key`."""
+    alphas = np.frombuffer(alphas_key, dtype=np.int64)
+    i = np.arange(2, top_order + 1, dtype=float)
+    ii = np.arange(2, top_order + 1)
+    exact = alphas <= EXACT_MAX_ORDER
+    n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
+    alpha = alphas[:, None].astype(float)
+    log_comb = gammaln(alpha + 1.0) - gammaln(i + 1.0) - gammaln(np.maximum(alpha - i, 0) + 1.0)
+    grid = _OrderGrid(i, exact[:, None], n_exact, 2 * (ii[: n_exact - 1] // 2) - 1,
+                      2 * ((ii[: n_exact - 1] + 1) // 2) - 1, log_comb, i[None, :] <= alpha)
+    for array in grid[:2] + grid[3:]:
+        array.flags.writeable = False  # shared by every call with these orders
+    return grid
 
 
 def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
@@ -88,21 +98,16 @@ def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
     f2 = 2.0 / (2.0 * sigma**2)
     first = min(_LOG4 + f2 + math.log1p(-math.exp(-f2)), f2 + _LOG2)
     top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
-    i = np.arange(2, top_order + 1, dtype=float)
-    ii = np.arange(2, top_order + 1)
+    grid = _order_grid(np.ascontiguousarray(alphas, dtype=np.int64).tobytes(), top_order)
+    i, n_exact = grid.i, grid.n_exact
     bound = _LOG2 + (i - 1.0) * i / (2.0 * sigma**2)
-    exact = alphas <= EXACT_MAX_ORDER
-    n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
-    lo_idx = 2 * (ii[: n_exact - 1] // 2) - 1
-    hi_idx = 2 * ((ii[: n_exact - 1] + 1) // 2) - 1
-    tight = np.minimum(_LOG4 + 0.5 * (deltas[lo_idx] + deltas[hi_idx]), bound[: n_exact - 1])
-    alpha = alphas[:, None].astype(float)
-    log_comb = gammaln(alpha + 1.0) - gammaln(i + 1.0) - gammaln(np.maximum(alpha - i, 0) + 1.0)
-    terms = np.where(exact[:, None],
-                     np.pad(tight, (0, top_order - n_exact), constant_values=np.inf), bound)
-    terms = terms + i * log_q + log_comb
-    terms[:, 0] = 2 * log_q + log_comb[:, 0] + first
-    terms = np.where(i[None, :] <= alpha, terms, -np.inf)
+    tight = np.minimum(_LOG4 + 0.5 * (deltas[grid.lo_idx] + deltas[grid.hi_idx]),
+                       bound[: n_exact - 1])
+    padded = np.concatenate((tight, np.full(top_order - n_exact, np.inf)))
+    terms = np.where(grid.exact, padded, bound)
+    terms = terms + i * log_q + grid.log_comb
+    terms[:, 0] = 2 * log_q + grid.log_comb[:, 0] + first
+    terms = np.where(grid.inside, terms, -np.inf)
     top = np.maximum(terms.max(axis=1), 0.0)
     return top + np.log(np.exp(-top) + np.exp(terms - top[:, None]).sum(axis=1))
 
@@ -121,8 +126,17 @@ def _rdp_from_log_a(orders: np.ndarray, log_a: dict[int, float]) -> np.ndarray:
 
 
 def _integer_support(orders: np.ndarray) -> np.ndarray:
+    return _integer_support_of(np.ascontiguousarray(orders, dtype=float).tobytes())
+
+
+@functools.lru_cache(maxsize=64)
+def _integer_support_of(orders_key: bytes) -> np.ndarray:
+    """The integers ≥ 2 next to the float64 orders whose bytes are `orders_key` (read-only)."""
+    orders = np.frombuffer(orders_key, dtype=float)
     ints = {int(math.floor(a)) for a in orders} | {int(math.ceil(a)) for a in orders}
-    return np.array(sorted(a for a in ints if a >= 2), dtype=np.int64)
+    support = np.array(sorted(a for a in ints if a >= 2), dtype=np.int64)
+    support.flags.writeable = False
+    return support
 
 
 def _log_a_table(q: float, sigma: float, orders: np.ndarray,
@@ -155,14 +169,19 @@ def epsilon_from_rdp(orders: Sequence[float], rdp: np.ndarray, delta: float) -> 
 
     The conversion of Canonne–Kamath–Steinke 2020 (Prop. 12) exactly as dp-accounting applies it.
     """
+    return max(0.0, float(_epsilon_each(orders, rdp, delta).min()))
+
+
+def _epsilon_each(orders: Sequence[float], rdp: np.ndarray, delta: float) -> np.ndarray:
+    """`epsilon_from_rdp`'s value at each order before the minimum (elementwise, so each
+    entry is what the order alone gives)."""
     orders = np.asarray(orders, dtype=float)
     rdp = np.asarray(rdp, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         formula = rdp + np.log1p(-1.0 / orders) - np.log(delta * orders) / (orders - 1.0)
     eps = np.where(orders > 1.01, formula, np.inf)
     eps = np.where(delta**2 + np.expm1(-rdp) > 0, 0.0, eps)
-    eps = np.where(rdp < 0, 0.0, eps)
-    return max(0.0, float(eps.min()))
+    return np.where(rdp < 0, 0.0, eps)
 
 
 LOW_ORDER_MAX = 64
@@ -188,8 +207,8 @@ def _epsilon_fast(sigma: float, delta: float, steps: int, q: float,
     if mid.size:
         mid_int = mid.astype(np.int64)
         bound = _log_a_ints(q, sigma, mid_int, deltas, max_terms=LOW_ORDER_MAX) / (mid - 1.0)
-        keep = [k for k in range(mid.size)
-                if epsilon_from_rdp(mid[k:k + 1], steps * bound[k:k + 1], delta) < best]
+        each = _epsilon_each(mid, steps * bound, delta).tolist()  # each order's own value
+        keep = [k for k in range(mid.size) if max(0.0, each[k]) < best]
         if keep:
             need = mid[keep]
             rdp = _rdp_from_log_a(need, _log_a_table(q, sigma, need))
@@ -308,8 +327,6 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
                               "does not reach it")
         step *= 4.0
         lo, hi = hi, min(hi_b, hi + step)
-    from scipy.optimize import brentq  # heavy import: only when the result is not cached
-
     root = brentq(gap, lo, hi, xtol=1e-7, rtol=1e-12, maxiter=200)
     # Where ε(σ) jumps, the root may sit on the side with ε slightly above target: move to
     # the private side of the final bracket.

@@ -16,6 +16,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.links import Link
 from dpbandits.privacy.accountant import epsilon_from_rdp, rdp_orders
 from dpbandits.privacy.dpsgd import CLIP, LAMBDA_FIT, LR0, FitResult, sgd_passes
+from dpbandits.scipy_kernels import brentq
 
 EPOCHS = 50
 BURN_IN = 10
@@ -61,8 +62,6 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, q: float) -> floa
     if f_low < 0 and f_high < 0:
         raise ConfigError(f"epsilon = {epsilon!r} is not attainable by the ab8fd16 calibration "
                           f"at delta = {delta!r}: every σ in [{low:g}, {high:g}] is below it")
-    from scipy.optimize import brentq  # heavy import, only for this calibration
-
     return float(brentq(lambda s: claimed_epsilon(s, delta, steps, q, epsilon) - epsilon,
                         low, high, xtol=SIGMA_XTOL))
 

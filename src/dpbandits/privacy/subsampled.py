@@ -15,7 +15,7 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.zcdp import rho_from_epsilon
-from dpbandits.scipy_kernels import special
+from dpbandits.scipy_kernels import brentq, special
 
 gammaln = special.gammaln
 
@@ -185,8 +185,6 @@ def amp_sigma(
     if eps_at(math.exp(lo)) <= epsilon:
         sigma = math.exp(lo)
     else:
-        from scipy.optimize import brentq
-
         log_sigma = brentq(lambda x: eps_at(math.exp(x)) - epsilon, lo, hi, xtol=1e-13,
                            rtol=1e-14)
         sigma = math.exp(log_sigma)

@@ -1,0 +1,166 @@
+/*
+ * The forward-difference recursion of the Wang–Balle–Kasiviswanathan bound (WBK 2019, Thm 27)
+ * that `accountant._log_forward_diffs` documents: log-magnitudes and signs of the successive
+ * differences of (1, e^{cgf(0)}, e^{cgf(1)}, ...), one row of the difference triangle at a time.
+ *
+ * Every operation is the one numpy applies elementwise in the vectorised formulation: IEEE
+ * subtraction, absolute value, maximum, addition and comparisons, done here in C, and e^x and
+ * log1p(x) through numpy's own compiled loops for float64 (the `functions` of the `np.exp` and
+ * `np.log1p` ufuncs, the SIMD kernels numpy selected for this CPU), so the values are numpy's
+ * bit for bit, without one Python call per row.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdlib.h>
+
+#define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
+#include "numpy/ndarraytypes.h"
+#include "numpy/ufuncobject.h"
+
+typedef struct {
+    PyUFuncGenericFunction function;
+    void *data;
+} Loop;
+
+static Loop exp_loop, log1p_loop;
+
+/* The loop of numpy ufunc `name` for float64 -> float64. */
+static int find_loop(PyObject *numpy, const char *name, Loop *loop)
+{
+    PyObject *object = PyObject_GetAttrString(numpy, name);
+    if (object == NULL)
+        return -1;
+    PyUFuncObject *ufunc = (PyUFuncObject *)object;
+    for (int k = 0; k < ufunc->ntypes; k++) {
+        const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
+        if (ufunc->nin == 1 && ufunc->nout == 1 && types[0] == NPY_DOUBLE
+                && types[1] == NPY_DOUBLE) {
+            loop->function = ufunc->functions[k];
+            loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
+            Py_DECREF(object);
+            return loop->function == NULL ? -1 : 0;
+        }
+    }
+    Py_DECREF(object);
+    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
+    return -1;
+}
+
+/* out[j] = f(in[j]) for j < m by numpy's loop. */
+static void apply(const Loop *loop, double *in, double *out, npy_intp m)
+{
+    char *args[2] = {(char *)in, (char *)out};
+    npy_intp dimensions[1] = {m};
+    npy_intp steps[2] = {sizeof(double), sizeof(double)};
+    loop->function(args, dimensions, steps, loop->data);
+}
+
+/* numpy's maximum: NaN if either is NaN, else the larger. */
+static inline double maximum(double a, double b)
+{
+    if (isnan(a))
+        return a;
+    if (isnan(b))
+        return b;
+    return a >= b ? a : b;
+}
+
+static PyObject *log_forward_diffs(PyObject *self, PyObject *args)
+{
+    double scale;
+    Py_ssize_t n;
+    PyObject *out_obj;
+    if (!PyArg_ParseTuple(args, "dnO:log_forward_diffs", &scale, &n, &out_obj))
+        return NULL;
+    if (n < 0) {
+        PyErr_Format(PyExc_ValueError, "n = %zd is not allowed; must be >= 0", n);
+        return NULL;
+    }
+    Py_buffer out;
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (out.len != (Py_ssize_t)((n + 2) * sizeof(double))) {
+        PyErr_Format(PyExc_ValueError, "out of %zd bytes is not allowed; must hold n + 2 = %zd "
+                     "float64 values", out.len, n + 2);
+        PyBuffer_Release(&out);
+        return NULL;
+    }
+    Py_ssize_t size = n + 3;
+    double *work = malloc(sizeof(double) * (size_t)(7 * size));
+    char *signs = malloc((size_t)size);
+    if (work == NULL || signs == NULL) {
+        free(work);
+        free(signs);
+        PyBuffer_Release(&out);
+        return PyErr_NoMemory();
+    }
+    double *vec = work, *gap = work + size, *hi = work + 2 * size;
+    double *e = work + 3 * size, *neg_e = work + 4 * size;
+    double *sub = work + 5 * size, *add = work + 6 * size;
+    double *deltas = (double *)out.buf;
+    vec[0] = 0.0;
+    signs[0] = 1;
+    for (Py_ssize_t k = 0; k < n + 2; k++) {  /* x (x + 1) / scale, x = 0 .. n + 1 */
+        double x = (double)k;
+        double product = x * (x + 1.0);
+        vec[k + 1] = product / scale;
+        signs[k + 1] = 1;
+    }
+    for (Py_ssize_t i = 0; i < n + 2; i++) {
+        Py_ssize_t m = n + 2 - i;
+        int all_same = 1;
+        for (Py_ssize_t j = 0; j < m; j++) {
+            double a = vec[j], b = vec[j + 1];
+            gap[j] = -fabs(b - a);
+            hi[j] = maximum(a, b);
+            all_same &= signs[j] == signs[j + 1];
+        }
+        /* separate input and output buffers, as numpy's own calls had */
+        apply(&exp_loop, gap, e, m);  /* e^{-gap} */
+        for (Py_ssize_t j = 0; j < m; j++)
+            neg_e[j] = -e[j];
+        apply(&log1p_loop, neg_e, sub, m);
+        if (!all_same)
+            apply(&log1p_loop, e, add, m);
+        for (Py_ssize_t j = 0; j < m; j++) {
+            double a = vec[j], b = vec[j + 1];
+            char sa = signs[j], sb = signs[j + 1];
+            int same = sa == sb;
+            double value = same ? hi[j] + sub[j] : hi[j] + add[j];
+            vec[j] = isnan(value) ? -INFINITY : value;
+            signs[j] = same ? (char)((b >= a) == sb) : sb;
+        }
+        deltas[i] = vec[0];
+    }
+    free(work);
+    free(signs);
+    PyBuffer_Release(&out);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"log_forward_diffs", log_forward_diffs, METH_VARARGS,
+     "log_forward_diffs(scale, n, out): fill float64 `out` (n + 2) with log|Δ^{i+1}| at 0 "
+     "(WBK 2019, Thm 27) of the CGF x(x + 1)/scale, scale = 2σ² as Python computes it "
+     "(σ**2 is C's pow), bit for bit the numpy formulation."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_wbk",
+    "The WBK forward-difference recursion on numpy's float64 loops.", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__wbk(void)
+{
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    if (numpy == NULL)
+        return NULL;
+    int failed = find_loop(numpy, "exp", &exp_loop) < 0
+                 || find_loop(numpy, "log1p", &log1p_loop) < 0;
+    Py_DECREF(numpy);
+    if (failed)
+        return NULL;
+    return PyModule_Create(&module);
+}
