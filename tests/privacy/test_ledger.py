@@ -78,3 +78,35 @@ def test_empty_ledger_spends_nothing() -> None:
     assert ledger.spent() == (0.0, 0.0) and ledger.rho_spent == 0.0
     ledger.check()
     assert rho_from_epsilon(1.0, DELTA) > 0
+
+
+def test_spent_converts_each_distinct_partition_cost_once_with_the_same_result() -> None:
+    """`spent` converts partitions that pay the same once each; its (ε, δ) and ρ are those of
+    converting every partition of `partition_costs` in order, on random ledgers that mix
+    repeated and distinct partitions, pure and zCDP entries, and every-record entries."""
+    rng = np.random.default_rng(3)
+    repeats = differs = 0
+    for case in range(200):
+        conversion = "tight" if case % 10 == 0 else "classic"
+        ledger = PrivacyLedger(10.0, 1e-5, conversion=conversion)
+        for _ in range(int(rng.integers(1, 60))):
+            kind = rng.random()
+            partition = (EVERY_RECORD if kind < 0.1
+                         else f"batch {int(rng.integers(0, 8))}")
+            if rng.random() < 0.7:
+                ledger.add("gaussian", "x", sensitivity=1.0, noise_scale=1.0,
+                           rho=float(rng.choice([0.01, 0.02, rng.uniform(0, 0.05)])),
+                           partition=partition, count=int(rng.integers(1, 3)))
+            else:
+                ledger.add("laplace", "x", sensitivity=1.0, noise_scale=1.0,
+                           epsilon=float(rng.choice([0.1, rng.uniform(0, 0.2)])),
+                           delta=float(rng.choice([0.0, 1e-7])), partition=partition)
+        costs = list(ledger.partition_costs().values())
+        repeats += len(set(costs)) < len(costs)
+        differs += len({c.to_epsilon_delta(1e-5, conversion) for c in costs}) > 1
+        each = [c.to_epsilon_delta(1e-5, conversion) for c in costs]
+        assert ledger.spent() == (max(e for e, _ in each), max(d for _, d in each))
+        assert ledger.rho_spent == max(c.rho for c in costs)
+    # Many cases repeat a cost (a conversion is skipped) and have partitions that convert
+    # differently (the maximum is not a formality).
+    assert repeats > 20 and differs > 100

@@ -125,8 +125,13 @@ class PrivacyLedger:
 
     def partition_costs(self) -> dict[str, Cost]:
         """Sequential composition per partition, each including the every-record entries."""
+        return {name: Cost(*total) for name, total in self._partition_totals().items()}
+
+    def _partition_totals(self) -> dict[str, tuple[float, float, float]]:
+        """(ε, δ, ρ) per partition: the sums of `Cost.of` in entry order (without the +0.0s),
+        plus the every-record sums as `Cost.__add__` adds them."""
         sums: dict[str, list[float]] = {EVERY_RECORD: [0.0, 0.0, 0.0]}  # ε, δ, ρ
-        for entry in self.entries:  # the sums of `Cost.of` in entry order, without the +0.0s
+        for entry in self.entries:
             total = sums.get(entry.partition)
             if total is None:
                 total = sums[entry.partition] = [0.0, 0.0, 0.0]
@@ -136,22 +141,24 @@ class PrivacyLedger:
             else:
                 total[0] += (entry.epsilon or 0.0) * n
                 total[1] += (entry.delta or 0.0) * n
-        shared = Cost(*sums.pop(EVERY_RECORD))
+        se, sd, sr = sums.pop(EVERY_RECORD)
         if not sums:
-            return {EVERY_RECORD: shared}
-        return {name: Cost(*total) + shared for name, total in sums.items()}
+            return {EVERY_RECORD: (se, sd, sr)}
+        return {name: (e + se, d + sd, r + sr) for name, (e, d, r) in sums.items()}
 
     @property
     def rho_spent(self) -> float:
         """Largest ρ any record pays."""
-        return max(c.rho for c in self.partition_costs().values())
+        return max(r for _, _, r in self._partition_totals().values())
 
     def spent(self) -> tuple[float, float]:
         """(ε, δ) of the worst-off record, from the entries (∞ if a breach is recorded)."""
         if self.breaches:
             return math.inf, self.delta_budget
-        totals = [c.to_epsilon_delta(self.delta_budget, self.conversion)
-                  for c in self.partition_costs().values()]
+        # Partitions that pay the same (ε, δ, ρ) convert to the same (ε, δ): once each, the
+        # first of equals kept in order, as max keeps the first of equals.
+        totals = [Cost(*total).to_epsilon_delta(self.delta_budget, self.conversion)
+                  for total in dict.fromkeys(self._partition_totals().values())]
         return max(e for e, _ in totals), max(d for _, d in totals)
 
     def check(self) -> None:
