@@ -514,3 +514,55 @@ def test_c_module_checks_its_own_arguments() -> None:
         _exact.discrete_gaussian(object(), 3, np.empty(3, np.int64))
     with pytest.raises(TypeError, match="Generator"):
         discrete_gaussian(np.random.RandomState(0), 3, 2)
+
+
+def two_sampler_matrix(noise: ExactNoise, sigma_d: float, sigma_a: float, dim: int
+                       ) -> np.ndarray:
+    """The symmetric matrix from `gaussian_sampler` on the diagonal, then above it."""
+    rows, cols = np.triu_indices(dim, 1)
+    out = np.zeros((dim, dim))
+    out[np.arange(dim), np.arange(dim)] = noise.gaussian_sampler(sigma_d)((dim,))
+    if rows.size:
+        upper = noise.gaussian_sampler(sigma_a)((rows.size,))
+        out[rows, cols] = upper
+        out[cols, rows] = upper
+    return out
+
+
+@pytest.mark.parametrize("dim", [1, 2, 5, 21])
+def test_symmetric_sampler_draws_what_two_samplers_draw(dim: int) -> None:
+    """Same matrices bit for bit, and the generator left at the same point."""
+    for seed, sigma in enumerate((0.37, 3.0, 1e-3, 250.0)):
+        fused = ExactNoise(np.random.default_rng(seed)).symmetric_sampler(
+            sigma, sigma / math.sqrt(2.0), dim)
+        reference = ExactNoise(np.random.default_rng(seed))
+        for _ in range(3):
+            got = fused()
+            assert got.tobytes() == two_sampler_matrix(
+                reference, sigma, sigma / math.sqrt(2.0), dim).tobytes()
+            assert (got == got.T).all()
+        # the fused sampler's generator has moved exactly as far as the reference's
+        assert fused().tobytes() == two_sampler_matrix(
+            reference, sigma, sigma / math.sqrt(2.0), dim).tobytes()
+
+
+def test_symmetric_sampler_comparison_sees_the_draw_order() -> None:
+    """The control: drawing above the diagonal first gives other matrices."""
+    noise = ExactNoise(np.random.default_rng(4))
+    rows, cols = np.triu_indices(4, 1)
+    swapped = np.zeros((4, 4))
+    upper = noise.gaussian_sampler(1.0 / math.sqrt(2.0))((rows.size,))
+    swapped[rows, cols] = swapped[cols, rows] = upper
+    swapped[np.arange(4), np.arange(4)] = noise.gaussian_sampler(1.0)((4,))
+    fused = ExactNoise(np.random.default_rng(4)).symmetric_sampler(1.0, 1.0 / math.sqrt(2.0), 4)
+    assert fused().tobytes() != swapped.tobytes()
+
+
+def test_symmetric_sampler_refuses_a_matrix_that_is_not_square_float64() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(TypeError, match="square float64"):
+        _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 2, 1.0, 1.0,
+                                           np.empty(6))
+    with pytest.raises(ValueError, match="sigma_above = 0 is not allowed"):
+        _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 0, 1.0, 1.0,
+                                           np.empty((2, 2)))

@@ -377,6 +377,61 @@ static PyObject *py_discrete_gaussian(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* One symmetric matrix γ_d·Z_d on the diagonal, γ_a·Z_a above and below it: first the dim
+ * diagonal draws (σ_d), then the draws above the diagonal row by row (σ_a), the order of
+ * `discrete_gaussian` called for the diagonal and then for `np.triu_indices(dim, 1)`. */
+static PyObject *py_discrete_gaussian_symmetric(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *capsule, *out, *sd_obj, *sa_obj;
+    double gamma_d, gamma_a;
+    unsigned long long sd, sa;
+    if (!PyArg_ParseTuple(args, "OOOddO:discrete_gaussian_symmetric", &capsule, &sd_obj,
+                          &sa_obj, &gamma_d, &gamma_a, &out))
+        return NULL;
+    if (parse_u64(sd_obj, "sigma_diagonal", 1, PARAM_LIMIT, "2^31", &sd) < 0
+            || parse_u64(sa_obj, "sigma_above", 1, PARAM_LIMIT, "2^31", &sa) < 0)
+        return NULL;
+    bitgen_t *bg = get_bitgen(capsule);
+    if (bg == NULL)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    Py_ssize_t dim = 0;
+    while ((dim + 1) * (dim + 1) * 8 <= view.len)
+        dim++;
+    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "d") != 0
+            || dim * dim * 8 != view.len || dim < 1) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_TypeError,
+                        "out must be a writable C-contiguous square float64 matrix");
+        return NULL;
+    }
+    double *m = (double *)view.buf;
+    int status = SAMPLE_OK;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
+        rsrc_t rs = {bg, 0, 0};
+        int64_t z;
+        status = dgauss(&rs, (uint64_t)sd, &z);
+        m[i * dim + i] = gamma_d * (double)z;
+    }
+    for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
+        for (Py_ssize_t j = i + 1; j < dim && status == SAMPLE_OK; j++) {
+            rsrc_t rs = {bg, 0, 0};
+            int64_t z;
+            status = dgauss(&rs, (uint64_t)sa, &z);
+            m[i * dim + j] = m[j * dim + i] = gamma_a * (double)z;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (status != SAMPLE_OK)
+        return overflow_error();
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_discrete_laplace(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -488,6 +543,10 @@ static PyObject *py_accept_split(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"discrete_gaussian", py_discrete_gaussian, METH_VARARGS,
      "discrete_gaussian(capsule, sigma, out): fill int64 `out` (CKS 2020 Algorithm 3)."},
+    {"discrete_gaussian_symmetric", py_discrete_gaussian_symmetric, METH_VARARGS,
+     "discrete_gaussian_symmetric(capsule, sigma_diagonal, sigma_above, gamma_diagonal, "
+     "gamma_above, out): fill the square float64 matrix `out` with scaled discrete Gaussians, "
+     "symmetric (diagonal first, then above it row by row)."},
     {"discrete_laplace", py_discrete_laplace, METH_VARARGS,
      "discrete_laplace(capsule, scale, out): fill int64 `out` (CKS 2020 Algorithm 2)."},
     {"bernoulli_exp", py_bernoulli_exp, METH_VARARGS,

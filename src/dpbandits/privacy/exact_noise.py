@@ -229,6 +229,29 @@ class ExactNoise:
         rng, sampler = self.rng, _exact.discrete_gaussian
         return lambda size: gamma * _fill(rng, sampler, np.empty(size, dtype=np.int64), s)
 
+    def symmetric_sampler(self, sigma_diagonal: float, sigma_above: float,
+                          dim: int) -> Callable[[], np.ndarray]:
+        """`() ↦` a symmetric dim × dim matrix, `gaussian(σ_d)` on the diagonal and
+        `gaussian(σ_a)` above it, mirrored below: the draws and values of
+        `gaussian_sampler(σ_d)((dim,))` then `gaussian_sampler(σ_a)((dim(dim − 1)/2,))` placed
+        by `np.triu_indices(dim, 1)`, in one call."""
+        scales = []
+        for sigma in (sigma_diagonal, sigma_above):
+            gamma = self.grid(sigma)
+            scales.append((_integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31"),
+                           gamma))
+        (s_d, gamma_d), (s_a, gamma_a) = scales
+        rng, sampler = self.rng, _exact.discrete_gaussian_symmetric
+
+        def draw() -> np.ndarray:
+            out = np.empty((dim, dim))
+            bit_generator = rng.bit_generator
+            with bit_generator.lock:
+                sampler(bit_generator.capsule, s_d, s_a, gamma_d, gamma_a, out)
+            return out
+
+        return draw
+
     def laplace(self, scale: float, size: Size = None) -> Any:
         """γ·Z, Z discrete Laplace with integer scale ⌈b/γ⌉ (CKS 2020, Algorithm 2)."""
         gamma = self.grid(scale)

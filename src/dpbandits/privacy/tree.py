@@ -10,7 +10,7 @@ import numpy as np
 from dpbandits import small_linalg
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
-from dpbandits.privacy.exact_noise import Noise
+from dpbandits.privacy.exact_noise import ExactNoise, Noise
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
@@ -318,9 +318,11 @@ class MatrixTree:
         self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
         self._diagonal = np.diag_indices(self.dim)
         if self.exact and self.sigma_node > 0:  # diagonal σ, above the diagonal σ/√2
-            assert noise is not None
+            assert isinstance(noise, ExactNoise)
+            sigma_above = self.sigma_node / math.sqrt(2.0)
             self._samplers = (noise.gaussian_sampler(self.sigma_node),
-                              noise.gaussian_sampler(self.sigma_node / math.sqrt(2.0)))
+                              noise.gaussian_sampler(sigma_above))
+            self._draw_node = noise.symmetric_sampler(self.sigma_node, sigma_above, self.dim)
         n_nodes = (1 << self.height) - 1
         if eager is None:
             eager = n_nodes * dim * dim <= EAGER_MAX_ENTRIES
@@ -353,13 +355,14 @@ class MatrixTree:
         if not self.exact:
             g = self.rng.normal(0.0, self.sigma_node, size=shape)
             return 0.5 * (g + np.swapaxes(g, -1, -2))
-        lead = () if count is None else (count,)
+        if count is None:  # one node: the draws below, in one call
+            return self._draw_node()
         rows, cols, diag = self._upper
         diagonal, above = self._samplers
         out = np.zeros(shape)
-        out[..., diag, diag] = diagonal((*lead, self.dim))
+        out[..., diag, diag] = diagonal((count, self.dim))
         if rows.size:
-            upper = above((*lead, rows.size))
+            upper = above((count, rows.size))
             out[..., rows, cols] = upper
             out[..., cols, rows] = upper
         return out
