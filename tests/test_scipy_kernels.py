@@ -92,7 +92,8 @@ def brent_runs(solver, f, a: float, b: float, **kwargs: float) -> tuple[object, 
     try:
         return solver(traced, a, b, **kwargs), points
     except (ValueError, RuntimeError) as error:
-        return (type(error), str(error)), points
+        extra = (getattr(error, "_x", None), getattr(error, "_function_calls", None))
+        return (type(error), str(error), extra), points
 
 
 BRENT_CASES = [  # f, a, b, keyword arguments

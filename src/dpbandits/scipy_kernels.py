@@ -90,10 +90,16 @@ def brentq(f: Callable[[float], float], a: float, b: float, *, xtol: float = BRE
     if rtol < BRENTQ_RTOL:
         raise ValueError(f"rtol too small ({rtol:g} < {BRENTQ_RTOL:g})")
 
+    calls = 0
+
     def checked(x: float) -> float:
+        nonlocal calls
         fx = f(x)
+        calls += 1
         if np.isnan(fx):
-            raise ValueError(f"The function value at x={x} is NaN; solver cannot continue.")
+            error = ValueError(f"The function value at x={x} is NaN; solver cannot continue.")
+            error._x, error._function_calls = x, calls  # type: ignore[attr-defined]
+            raise error
         return fx
 
     return roots._brentq(checked, a, b, xtol, rtol, maxiter, (), False, True)

@@ -178,18 +178,57 @@ def test_bad_input(kwargs: dict) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_log_a_with_the_order_grid_cached_equals_it_computed_afresh() -> None:
-    """`_log_a_ints` reuses what depends on the orders alone; the values are those of the
-    grid built for the call, and the shared grid cannot be written to."""
+def log_a_reference(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
+                    max_terms: int | None = None) -> np.ndarray:
+    """log A_α of WBK Thm 27 for integer orders, every quantity computed in the call."""
+    log_q = math.log(q)
+    f2 = 2.0 / (2.0 * sigma**2)
+    first = min(math.log(4.0) + f2 + math.log1p(-math.exp(-f2)), f2 + math.log(2.0))
+    top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
+    i = np.arange(2, top_order + 1, dtype=float)
+    ii = np.arange(2, top_order + 1)
+    bound = math.log(2.0) + (i - 1.0) * i / (2.0 * sigma**2)
+    exact = alphas <= acc.EXACT_MAX_ORDER
+    n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
+    lo_idx = 2 * (ii[: n_exact - 1] // 2) - 1
+    hi_idx = 2 * ((ii[: n_exact - 1] + 1) // 2) - 1
+    tight = np.minimum(math.log(4.0) + 0.5 * (deltas[lo_idx] + deltas[hi_idx]),
+                       bound[: n_exact - 1])
+    alpha = alphas[:, None].astype(float)
+    log_comb = (acc.gammaln(alpha + 1.0) - acc.gammaln(i + 1.0)
+                - acc.gammaln(np.maximum(alpha - i, 0) + 1.0))
+    terms = np.where(exact[:, None],
+                     np.pad(tight, (0, top_order - n_exact), constant_values=np.inf), bound)
+    terms = terms + i * log_q + log_comb
+    terms[:, 0] = 2 * log_q + log_comb[:, 0] + first
+    terms = np.where(i[None, :] <= alpha, terms, -np.inf)
+    top = np.maximum(terms.max(axis=1), 0.0)
+    return top + np.log(np.exp(-top) + np.exp(terms - top[:, None]).sum(axis=1))
+
+
+def test_log_a_with_what_depends_on_the_orders_kept_gives_the_direct_bits() -> None:
+    """`_log_a_ints` reuses the quantities of its orders from call to call; its bits are
+    those of computing everything in the call, whatever the orders, q, σ and term cut-off."""
     rng = np.random.default_rng(8)
-    orders = np.array([2, 3, 8, 64, 96, 128, 256, 384, 512], dtype=np.int64)
-    for _ in range(50):
-        q, sigma = rng.uniform(0.01, 0.99), math.exp(rng.uniform(math.log(0.5), math.log(80)))
+    groups = [np.array([2, 3, 8, 64], dtype=np.int64), np.arange(2, 65, dtype=np.int64),
+              np.array([96, 128, 192, 256], dtype=np.int64), np.array([384, 512, 1024]),
+              np.array([2, 96, 256, 512], dtype=np.int64)]
+    for case in range(300):
+        q, sigma = rng.uniform(0.001, 0.999), math.exp(rng.uniform(math.log(0.3), math.log(300)))
+        alphas = groups[case % len(groups)]
+        max_terms = int(rng.choice([64, 100])) if case % 3 == 0 else None
         deltas = acc._log_forward_diffs(sigma, 256)
-        cached = acc._log_a_ints(q, sigma, orders, deltas)
-        acc._order_grid.cache_clear()
-        fresh = acc._log_a_ints(q, sigma, orders, deltas)
-        assert cached.tobytes() == fresh.tobytes()
-    grid = acc._order_grid(orders.tobytes(), 512)
+        got = acc._log_a_ints(q, sigma, alphas, deltas, max_terms=max_terms)
+        assert got.tobytes() == log_a_reference(q, sigma, alphas, deltas, max_terms).tobytes()
+    # The control: σ one ulp away gives other bits, so the comparison above can fail.
+    sigma = 2.5
+    deltas = acc._log_forward_diffs(sigma, 256)
+    assert acc._log_a_ints(0.3, math.nextafter(sigma, 9.0), groups[1], deltas).tobytes() != (
+        log_a_reference(0.3, sigma, groups[1], deltas).tobytes())
     with pytest.raises(ValueError, match="read-only"):
-        grid.log_comb[0, 0] = 0.0
+        acc._order_grid(groups[0].tobytes(), 64).log_comb[0, 0] = 0.0
+
+
+def test_log_a_refuses_orders_that_are_not_integers() -> None:
+    with pytest.raises(ConfigError, match="orders .* not allowed; must be integers"):
+        acc._log_a_ints(0.3, 2.0, np.array([2.5, 3.0]), acc._log_forward_diffs(2.0, 8))

@@ -558,11 +558,18 @@ def test_symmetric_sampler_comparison_sees_the_draw_order() -> None:
     assert fused().tobytes() != swapped.tobytes()
 
 
-def test_symmetric_sampler_refuses_a_matrix_that_is_not_square_float64() -> None:
+@pytest.mark.parametrize("out", [np.empty(9), np.empty((2, 8)), np.empty((0, 0)),
+                                 np.empty((3, 3), dtype=np.int64), np.empty((3, 3)).T[:, :2]])
+def test_symmetric_sampler_refuses_a_matrix_that_is_not_square_float64(out) -> None:
     rng = np.random.default_rng(0)
-    with pytest.raises(TypeError, match="square float64"):
-        _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 2, 1.0, 1.0,
-                                           np.empty(6))
+    with pytest.raises((TypeError, ValueError)):
+        _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 2, 1.0, 1.0, out)
+
+
+def test_symmetric_sampler_checks_its_arguments() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ConfigError, match="dim = 0 is not allowed"):
+        ExactNoise(rng).symmetric_sampler(1.0, 1.0, 0)
     with pytest.raises(ValueError, match="sigma_above = 0 is not allowed"):
         _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 0, 1.0, 1.0,
                                            np.empty((2, 2)))

@@ -110,3 +110,21 @@ def test_spent_converts_each_distinct_partition_cost_once_with_the_same_result()
     # Many cases repeat a cost (a conversion is skipped) and have partitions that convert
     # differently (the maximum is not a formality).
     assert repeats > 20 and differs > 100
+
+
+def test_a_nan_cost_is_unknown_and_strict_refuses_it() -> None:
+    """A NaN cost anywhere makes the total NaN, whichever partition comes first, and the strict
+    check fails; the same ledger with the NaN replaced by a cost within budget passes."""
+    for order in (("a", "b"), ("b", "a")):
+        ledger = PrivacyLedger(1.0, 1e-5)
+        for partition in order:
+            rho = math.nan if partition == "a" else 5.0
+            ledger.add("gaussian", "x", sensitivity=1.0, noise_scale=1.0, rho=rho,
+                       partition=partition)
+        eps, delta = ledger.spent()
+        assert math.isnan(eps) and math.isnan(delta)
+        with pytest.raises(PrivacyBudgetError, match="overspent"):
+            ledger.check()
+    fine = PrivacyLedger(1.0, 1e-5)
+    fine.add("gaussian", "x", sensitivity=1.0, noise_scale=1.0, rho=0.001, partition="a")
+    fine.check()

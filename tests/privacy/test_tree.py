@@ -151,14 +151,35 @@ def test_eager_draw_order_is_heap_order() -> None:
         assert np.allclose(tree.node_noise(j), 0.5 * (g + g.T), rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize("eager", [True, False])
-def test_prefix_noise_variance_matches_calibration(eager: bool) -> None:
-    """Var of (query − truth − λI): popcount(s)σ² diagonal, popcount(s)σ²/2 off-diagonal."""
+def test_lazy_exact_nodes_are_the_two_sampler_draws_in_drawing_order() -> None:
+    """A lazily drawn exact node: σ on the diagonal, σ/√2 above it (mirrored), drawn as the
+    diagonal sampler and then the above-diagonal sampler would draw it, node after node."""
+    d, sigma = 4, 1.7
+    tree = MatrixTree(1 << 12, d, sigma, np.random.default_rng(5), eager=False,
+                      noise=ExactNoise(np.random.default_rng(9)))
+    reference = ExactNoise(np.random.default_rng(9))
+    diagonal = reference.gaussian_sampler(sigma)
+    above = reference.gaussian_sampler(sigma / math.sqrt(2.0))
+    rows, cols = np.triu_indices(d, 1)
+    for node in (3, 1, 17, 2, 4095):
+        expected = np.zeros((d, d))
+        expected[np.arange(d), np.arange(d)] = diagonal((d,))
+        expected[rows, cols] = expected[cols, rows] = above((rows.size,))
+        assert tree.node_noise(node).tobytes() == expected.tobytes()
+    assert tree.node_noise(17) is tree.node_noise(17)  # drawn once, then kept
+
+
+@pytest.mark.parametrize("eager, exact", [(True, False), (False, False), (True, True),
+                                          (False, True)])
+def test_prefix_noise_variance_matches_calibration(eager: bool, exact: bool) -> None:
+    """Var of (query − truth − λI): popcount(s)σ² diagonal, popcount(s)σ²/2 off-diagonal,
+    with numpy's Gaussian or exact discrete Gaussian noise (σ on its 2^-20 grid)."""
     sigma, n_trees, d = 2.0, 3000, 3
     rng = np.random.default_rng(2024)
+    noise = ExactNoise(np.random.default_rng(2025)) if exact else None
     checkpoints = {7: [], 12: []}
     for _ in range(n_trees):
-        tree = MatrixTree(16, d, sigma, rng, shift=3.0, eager=eager)
+        tree = MatrixTree(16, d, sigma, rng, shift=3.0, eager=eager, noise=noise)
         for s in range(1, 13):
             tree.update(None)
             if s in checkpoints:

@@ -398,16 +398,14 @@ static PyObject *py_discrete_gaussian_symmetric(PyObject *self, PyObject *args)
     Py_buffer view;
     if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    Py_ssize_t dim = 0;
-    while ((dim + 1) * (dim + 1) * 8 <= view.len)
-        dim++;
-    if (view.itemsize != 8 || view.format == NULL || strcmp(view.format, "d") != 0
-            || dim * dim * 8 != view.len || dim < 1) {
+    if (view.ndim != 2 || view.shape[0] != view.shape[1] || view.shape[0] < 1
+            || view.format == NULL || strcmp(view.format, "d") != 0) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_TypeError,
                         "out must be a writable C-contiguous square float64 matrix");
         return NULL;
     }
+    const Py_ssize_t dim = view.shape[0];
     double *m = (double *)view.buf;
     int status = SAMPLE_OK;
     Py_BEGIN_ALLOW_THREADS

@@ -13,6 +13,7 @@
 #include <Python.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include "numpy/ndarraytypes.h"
@@ -25,12 +26,24 @@ typedef struct {
 
 static Loop exp_loop, log1p_loop;
 
+#define N_LIMIT ((Py_ssize_t)1 << 20)  /* orders up to 2^20: far above any the accountant uses */
+
 /* The loop of numpy ufunc `name` for float64 -> float64. */
 static int find_loop(PyObject *numpy, const char *name, Loop *loop)
 {
     PyObject *object = PyObject_GetAttrString(numpy, name);
     if (object == NULL)
         return -1;
+    PyObject *ufunc_type = PyObject_GetAttrString(numpy, "ufunc");
+    int is_ufunc = ufunc_type != NULL && PyType_Check(ufunc_type)
+                   && PyObject_TypeCheck(object, (PyTypeObject *)ufunc_type);
+    Py_XDECREF(ufunc_type);
+    if (!is_ufunc) {
+        Py_DECREF(object);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
+        return -1;
+    }
     PyUFuncObject *ufunc = (PyUFuncObject *)object;
     for (int k = 0; k < ufunc->ntypes; k++) {
         const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
@@ -39,7 +52,12 @@ static int find_loop(PyObject *numpy, const char *name, Loop *loop)
             loop->function = ufunc->functions[k];
             loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
             Py_DECREF(object);
-            return loop->function == NULL ? -1 : 0;
+            if (loop->function == NULL) {
+                PyErr_Format(PyExc_RuntimeError, "numpy.%s's float64 loop is not available",
+                             name);
+                return -1;
+            }
+            return 0;
         }
     }
     Py_DECREF(object);
@@ -56,7 +74,8 @@ static void apply(const Loop *loop, double *in, double *out, npy_intp m)
     loop->function(args, dimensions, steps, loop->data);
 }
 
-/* numpy's maximum: NaN if either is NaN, else the larger. */
+/* The larger, NaN if either is NaN: numpy's maximum wherever the two differ from ±0 (the
+ * triangle never holds -0.0, so the sign numpy gives max(-0.0, 0.0) does not arise). */
 static inline double maximum(double a, double b)
 {
     if (isnan(a))
@@ -73,16 +92,19 @@ static PyObject *log_forward_diffs(PyObject *self, PyObject *args)
     PyObject *out_obj;
     if (!PyArg_ParseTuple(args, "dnO:log_forward_diffs", &scale, &n, &out_obj))
         return NULL;
-    if (n < 0) {
-        PyErr_Format(PyExc_ValueError, "n = %zd is not allowed; must be >= 0", n);
+    if (n < 0 || n > N_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "n = %zd is not allowed; must be in [0, %zd]", n,
+                     N_LIMIT);
         return NULL;
     }
     Py_buffer out;
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0)
+    if (PyObject_GetBuffer(out_obj, &out,
+                           PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE | PyBUF_FORMAT) < 0)
         return NULL;
-    if (out.len != (Py_ssize_t)((n + 2) * sizeof(double))) {
-        PyErr_Format(PyExc_ValueError, "out of %zd bytes is not allowed; must hold n + 2 = %zd "
-                     "float64 values", out.len, n + 2);
+    if (out.ndim != 1 || out.format == NULL || strcmp(out.format, "d") != 0
+            || out.shape[0] != n + 2) {
+        PyErr_Format(PyExc_ValueError, "out is not allowed; must be a float64 vector of "
+                     "n + 2 = %zd values", n + 2);
         PyBuffer_Release(&out);
         return NULL;
     }

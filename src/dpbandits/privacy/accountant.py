@@ -82,7 +82,7 @@ def _order_grid(alphas_key: bytes, top_order: int) -> _OrderGrid:
     log_comb = gammaln(alpha + 1.0) - gammaln(i + 1.0) - gammaln(np.maximum(alpha - i, 0) + 1.0)
     grid = _OrderGrid(i, exact[:, None], n_exact, 2 * (ii[: n_exact - 1] // 2) - 1,
                       2 * ((ii[: n_exact - 1] + 1) // 2) - 1, log_comb, i[None, :] <= alpha)
-    for array in grid[:2] + grid[3:]:
+    for array in (grid.i, grid.exact, grid.lo_idx, grid.hi_idx, grid.log_comb, grid.inside):
         array.flags.writeable = False  # shared by every call with these orders
     return grid
 
@@ -98,7 +98,10 @@ def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
     f2 = 2.0 / (2.0 * sigma**2)
     first = min(_LOG4 + f2 + math.log1p(-math.exp(-f2)), f2 + _LOG2)
     top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
-    grid = _order_grid(np.ascontiguousarray(alphas, dtype=np.int64).tobytes(), top_order)
+    orders = np.asarray(alphas)
+    if orders.dtype.kind not in "iu":
+        raise ConfigError(f"orders {orders!r} are not allowed; must be integers (int arrays)")
+    grid = _order_grid(np.ascontiguousarray(orders, dtype=np.int64).tobytes(), top_order)
     i, n_exact = grid.i, grid.n_exact
     bound = _LOG2 + (i - 1.0) * i / (2.0 * sigma**2)
     tight = np.minimum(_LOG4 + 0.5 * (deltas[grid.lo_idx] + deltas[grid.hi_idx]),

@@ -85,7 +85,7 @@ def _positive(value: Any, name: str) -> float:
 
 
 def _fill(rng: np.random.Generator, sampler: Callable[..., None], out: np.ndarray,
-          *params: int) -> np.ndarray:
+          *params: float) -> np.ndarray:
     """Run a C sampler into `out` while holding the BitGenerator's lock."""
     if not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a numpy.random.Generator, not {type(rng).__name__}")
@@ -224,8 +224,7 @@ class ExactNoise:
     def gaussian_sampler(self, sigma: float) -> Callable[[tuple[int, ...]], np.ndarray]:
         """`size ↦ gaussian(sigma, size)` for repeated draws at one σ: γ and the integer σ_Z
         found and checked once; the same draws and values."""
-        gamma = self.grid(sigma)
-        s = _integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31")
+        s, gamma = self._integer_sigma(sigma)
         rng, sampler = self.rng, _exact.discrete_gaussian
         return lambda size: gamma * _fill(rng, sampler, np.empty(size, dtype=np.int64), s)
 
@@ -235,22 +234,17 @@ class ExactNoise:
         `gaussian(σ_a)` above it, mirrored below: the draws and values of
         `gaussian_sampler(σ_d)((dim,))` then `gaussian_sampler(σ_a)((dim(dim − 1)/2,))` placed
         by `np.triu_indices(dim, 1)`, in one call."""
-        scales = []
-        for sigma in (sigma_diagonal, sigma_above):
-            gamma = self.grid(sigma)
-            scales.append((_integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31"),
-                           gamma))
-        (s_d, gamma_d), (s_a, gamma_a) = scales
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
+            raise ConfigError(f"dim = {dim!r} is not allowed; must be an integer >= 1")
+        s_d, gamma_d = self._integer_sigma(sigma_diagonal)
+        s_a, gamma_a = self._integer_sigma(sigma_above)
         rng, sampler = self.rng, _exact.discrete_gaussian_symmetric
+        return lambda: _fill(rng, sampler, np.empty((dim, dim)), s_d, s_a, gamma_d, gamma_a)
 
-        def draw() -> np.ndarray:
-            out = np.empty((dim, dim))
-            bit_generator = rng.bit_generator
-            with bit_generator.lock:
-                sampler(bit_generator.capsule, s_d, s_a, gamma_d, gamma_a, out)
-            return out
-
-        return draw
+    def _integer_sigma(self, sigma: float) -> tuple[int, float]:
+        """(σ_Z, γ): the checked integer σ_Z = ⌈σ/γ⌉ of `gaussian(sigma)` and its grid γ."""
+        gamma = self.grid(sigma)
+        return _integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31"), gamma
 
     def laplace(self, scale: float, size: Size = None) -> Any:
         """γ·Z, Z discrete Laplace with integer scale ⌈b/γ⌉ (CKS 2020, Algorithm 2)."""

@@ -152,13 +152,16 @@ class PrivacyLedger:
         return max(r for _, _, r in self._partition_totals().values())
 
     def spent(self) -> tuple[float, float]:
-        """(ε, δ) of the worst-off record, from the entries (∞ if a breach is recorded)."""
+        """(ε, δ) of the worst-off record, from the entries (∞ if a breach is recorded, NaN if
+        an entry's cost is NaN)."""
         if self.breaches:
             return math.inf, self.delta_budget
         # Partitions that pay the same (ε, δ, ρ) convert to the same (ε, δ): once each, the
         # first of equals kept in order, as max keeps the first of equals.
         totals = [Cost(*total).to_epsilon_delta(self.delta_budget, self.conversion)
                   for total in dict.fromkeys(self._partition_totals().values())]
+        if any(math.isnan(e) or math.isnan(d) for e, d in totals):  # not a cost: unknown
+            return math.nan, math.nan
         return max(e for e, _ in totals), max(d for _, d in totals)
 
     def check(self) -> None:
@@ -166,8 +169,8 @@ class PrivacyLedger:
         if self.accounting != "strict":
             return
         eps, delta = self.spent()
-        if (eps > self.epsilon_budget * (1 + TOLERANCE)
-                or delta > self.delta_budget * (1 + TOLERANCE)):
+        if not (eps <= self.epsilon_budget * (1 + TOLERANCE)
+                and delta <= self.delta_budget * (1 + TOLERANCE)):  # NaN (unknown) fails too
             raise PrivacyBudgetError(
                 f"strict ledger overspent: (ε, δ) = ({eps:.6g}, {delta:.3g}) > budget "
                 f"({self.epsilon_budget:.6g}, {self.delta_budget:.3g})"
