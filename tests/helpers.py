@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from dpbandits.privacy import accountant
+from dpbandits.privacy.exact_noise import ExactNoise
 
 GRID_RELATIVE = 2.0**-19  # exact noise: σ/γ ≥ 2^20, rounding σ up costs < one part in 2^20
 
@@ -54,3 +56,17 @@ def isolated_cache(tmp_path_factory, monkeypatch):
     accountant.clear_memo()
     yield
     accountant.clear_memo()
+
+
+def two_sampler_matrix(noise: ExactNoise, sigma_d: float, sigma_a: float, dim: int
+                       ) -> np.ndarray:
+    """The symmetric matrix `gaussian_sampler(σ_d)` draws on the diagonal, then
+    `gaussian_sampler(σ_a)` above it (row by row), mirrored below."""
+    rows, cols = np.triu_indices(dim, 1)
+    out = np.zeros((dim, dim))
+    out[np.arange(dim), np.arange(dim)] = noise.gaussian_sampler(sigma_d)((dim,))
+    if rows.size:
+        upper = noise.gaussian_sampler(sigma_a)((rows.size,))
+        out[rows, cols] = upper
+        out[cols, rows] = upper
+    return out

@@ -7,8 +7,8 @@ Brent's root finder, another 0.4 s. Those functions live in four extension modul
 numpy alone: `scipy.linalg._flapack`, `scipy.linalg._fblas`, `scipy.special._special_ufuncs`
 and `scipy.optimize._zeros`. Each is loaded here from scipy's installed file under its own
 name and registered in `sys.modules`, as the import system would register it; a later
-`import scipy.linalg` or `import scipy.special` then uses these same module objects, so every
-function is the very object scipy's public namespaces export (with `SCIPY_ARRAY_API=1` scipy
+`import scipy.linalg`, `scipy.special` or `scipy.optimize` then uses these same module objects,
+so every function is the very object scipy's namespaces use (with `SCIPY_ARRAY_API=1` scipy
 wraps these same ufuncs in Python functions). Where a module does not load or lacks a function
 the project calls (another scipy layout), the public module is imported instead.
 """

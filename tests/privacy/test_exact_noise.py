@@ -24,6 +24,8 @@ from dpbandits.privacy.exact_noise import (
     discrete_laplace,
 )
 
+from helpers import two_sampler_matrix
+
 DRAWS = 200_000
 SEED = 20201
 
@@ -514,19 +516,6 @@ def test_c_module_checks_its_own_arguments() -> None:
         _exact.discrete_gaussian(object(), 3, np.empty(3, np.int64))
     with pytest.raises(TypeError, match="Generator"):
         discrete_gaussian(np.random.RandomState(0), 3, 2)
-
-
-def two_sampler_matrix(noise: ExactNoise, sigma_d: float, sigma_a: float, dim: int
-                       ) -> np.ndarray:
-    """The symmetric matrix from `gaussian_sampler` on the diagonal, then above it."""
-    rows, cols = np.triu_indices(dim, 1)
-    out = np.zeros((dim, dim))
-    out[np.arange(dim), np.arange(dim)] = noise.gaussian_sampler(sigma_d)((dim,))
-    if rows.size:
-        upper = noise.gaussian_sampler(sigma_a)((rows.size,))
-        out[rows, cols] = upper
-        out[cols, rows] = upper
-    return out
 
 
 @pytest.mark.parametrize("dim", [1, 2, 5, 21])

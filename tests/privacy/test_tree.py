@@ -24,6 +24,8 @@ from dpbandits.privacy.tree import (
 )
 from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 
+from helpers import two_sampler_matrix
+
 
 def test_height() -> None:
     assert [tree_height(t) for t in (1, 2, 3, 4, 5, 5000, 15000)] == [1, 2, 3, 3, 4, 14, 15]
@@ -158,13 +160,8 @@ def test_lazy_exact_nodes_are_the_two_sampler_draws_in_drawing_order() -> None:
     tree = MatrixTree(1 << 12, d, sigma, np.random.default_rng(5), eager=False,
                       noise=ExactNoise(np.random.default_rng(9)))
     reference = ExactNoise(np.random.default_rng(9))
-    diagonal = reference.gaussian_sampler(sigma)
-    above = reference.gaussian_sampler(sigma / math.sqrt(2.0))
-    rows, cols = np.triu_indices(d, 1)
     for node in (3, 1, 17, 2, 4095):
-        expected = np.zeros((d, d))
-        expected[np.arange(d), np.arange(d)] = diagonal((d,))
-        expected[rows, cols] = expected[cols, rows] = above((rows.size,))
+        expected = two_sampler_matrix(reference, sigma, sigma / math.sqrt(2.0), d)
         assert tree.node_noise(node).tobytes() == expected.tobytes()
     assert tree.node_noise(17) is tree.node_noise(17)  # drawn once, then kept
 
