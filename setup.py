@@ -1,5 +1,5 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
-`dpbandits.instances._ball`); all other
+`dpbandits.instances._ball`, `dpbandits.policies._ridge`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -19,6 +19,12 @@ setup(
         Extension(
             "dpbandits.privacy._wbk",
             sources=["src/dpbandits/privacy/_wbk.c"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits.policies._ridge",
+            sources=["src/dpbandits/policies/_ridge.c"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

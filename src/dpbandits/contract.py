@@ -4,8 +4,8 @@ An instance builds one environment per trial. Environments come in three kinds, 
 class here, and the runner (`dpbandits.runner`) owns the loop of every kind:
 
 - `RoundEnvironment`: arm sets per round, `pull(t, i)` gives (reward, pseudo-regret). Optional
-  public extras are plain attributes with defaults (`contexts`, `theta0`) and
-  `reference_rewards(regret)`.
+  public extras are plain attributes with defaults (`contexts`, `theta0`),
+  `reference_rewards(regret)` and `outcome_tables()`.
 - `FixedActionEnvironment`: a round environment with one fixed action set, its mean rewards
   and the trial's reward-noise stream, so that batched policies can play whole batches.
 - `ReplayEnvironment`: a logged rating stream (Li et al. 2011): a step counts only when the
@@ -55,6 +55,19 @@ class RunResult:
     wall_time: float = 0.0
 
 
+@dataclass(frozen=True)
+class OutcomeTables:
+    """A whole run of a round environment, pre-drawn: the arms as the policy acts on them
+    (T, K, d), every pull's reward and regret (T, K), and the per-round regret and reward the
+    run fills (T,); all float64, C-ordered."""
+
+    arms: np.ndarray
+    rewards: np.ndarray
+    regrets: np.ndarray
+    regret: np.ndarray
+    reward: np.ndarray
+
+
 class RoundEnvironment:
     """One trial: arm features per round and the outcome of a pull."""
 
@@ -77,6 +90,12 @@ class RoundEnvironment:
     def reference_rewards(self, regret: np.ndarray) -> dict[str, float]:
         """Reference values for reward-based metrics (e.g. the oracle's expected reward)."""
         return {}
+
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(rewards, regrets), each (T, K) float64 with `pull(t, i) == (rewards[t, i],
+        regrets[t, i])` for every round and arm, when every outcome is pre-drawn; else None.
+        With `contexts`, they let a policy play the whole run at once (`Policy.play_table`)."""
+        return None
 
 
 class FixedActionEnvironment(RoundEnvironment):

@@ -17,6 +17,7 @@ import numpy as np
 from dpbandits.contract import (
     Environment,
     FixedActionEnvironment,
+    OutcomeTables,
     ReplayEnvironment,
     RoundEnvironment,
     RunResult,
@@ -143,8 +144,48 @@ def _arm_source(policy: Policy, env: RoundEnvironment) -> Callable[[int], np.nda
     return lambda t: prepare(arms(t))
 
 
+def plays_tables(cls: type[Policy]) -> bool:
+    """Whether the class itself declares `play_table` (a subclass does not inherit it, since
+    it may play otherwise)."""
+    return bool(vars(cls).get("plays_tables", False))
+
+
+def outcome_tables(policy: Policy, env: RoundEnvironment) -> OutcomeTables | None:
+    """The run as tables for `policy.play_table`: the environment's arm table prepared once
+    and its outcome tables, all covering the horizon; None where the environment has none."""
+    horizon = env.horizon
+    table = getattr(env, "contexts", None)
+    tables_of = getattr(env, "outcome_tables", None)  # optional, as `contexts` is
+    outcomes = tables_of() if tables_of is not None else None
+    if (outcomes is None or not isinstance(table, np.ndarray) or table.ndim != 3
+            or len(table) < horizon):
+        return None
+    arms = policy.prepare_table(table[:horizon])
+    if arms is None:
+        arms = table[:horizon]
+    shape = (horizon, table.shape[1])
+    rewards, regrets = (np.ascontiguousarray(o[:horizon], dtype=float) for o in outcomes)
+    # the arms as the round loop sees them: a copy in another layout could change xᵀθ's bits
+    if (rewards.shape != shape or regrets.shape != shape or arms.dtype != np.float64
+            or not arms.flags.c_contiguous):
+        return None
+    return OutcomeTables(arms, rewards, regrets, np.empty(horizon), np.empty(horizon))
+
+
 def _round_loop(policy: Policy, env: RoundEnvironment) -> tuple[np.ndarray, np.ndarray]:
-    """select → pull → update for every round t = 0 … T − 1."""
+    """select → pull → update for every round t = 0 … T − 1 (`play_table` where the policy
+    and the environment allow)."""
+    if plays_tables(type(policy)):
+        tables = outcome_tables(policy, env)
+        if tables is not None:
+            policy.play_table(tables)
+            return tables.regret, tables.reward
+    return _select_update_loop(policy, env)
+
+
+def _select_update_loop(policy: Policy, env: RoundEnvironment
+                        ) -> tuple[np.ndarray, np.ndarray]:
+    """select → pull → update, one round at a time."""
     horizon = env.horizon
     regret = np.empty(horizon)
     reward = np.empty(horizon)

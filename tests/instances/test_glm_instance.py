@@ -177,3 +177,15 @@ def test_unknown_family_and_generator():
         )
     with pytest.raises(ConfigError, match="unknown instance generator 'nope'"):
         build_instance({"generator": "nope"})
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+def test_outcome_tables_are_what_pull_gives(family: str) -> None:
+    instance = build_instance({"generator": "glm_ball", "family": family, "d": 3, "K": 4,
+                               "S": 2.0, "horizon": 200, "seed": 5})
+    env = instance.environment(1)
+    rewards, regrets = env.outcome_tables()
+    assert rewards.dtype == regrets.dtype == np.float64 and rewards.shape == (200, 4)
+    for t in range(200):
+        for i in range(4):
+            assert env.pull(t, i) == (rewards[t, i], regrets[t, i])

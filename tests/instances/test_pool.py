@@ -101,3 +101,13 @@ def test_smallest_first_is_argsort_of_each_row() -> None:
     u[5] = 0.5  # a row of equal values
     for k in (1, 5, 39, 40, 45):
         np.testing.assert_array_equal(smallest_first(u.copy(), k), np.argsort(u, axis=1)[:, :k])
+
+
+@pytest.mark.parametrize("link", ["logistic", "linear"])
+def test_outcome_tables_are_what_pull_gives(link: str) -> None:
+    env = make(horizon=300, d=4, n_arms=9, K=3, link=link).environment(2)
+    rewards, regrets = env.outcome_tables()
+    assert rewards.dtype == regrets.dtype == np.float64 and rewards.shape == (300, 3)
+    for t in range(300):
+        for i in range(3):
+            assert env.pull(t, i) == (rewards[t, i], regrets[t, i])

@@ -148,6 +148,11 @@ class GLMEnvironment(RoundEnvironment):
     def pull(self, t: int, index: int) -> tuple[float, float]:
         return float(self.rewards[t, index]), float(self.regrets[t, index])
 
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """The reward table and every pull's regret, as `pull` gives them."""
+        return (np.ascontiguousarray(self.rewards, dtype=float),
+                np.ascontiguousarray(self.regrets, dtype=float))
+
 
 def _describe(instance: GLMInstance) -> dict[str, float]:
     return {

@@ -186,6 +186,11 @@ class PoolEnvironment(RoundEnvironment):
         return (float(self.uniforms.item(t) < self.means.item(t, index)),
                 self.regrets.item(t, index))
 
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every pull's reward 1{u_t < μ_{t,a}} and regret, as `pull` gives them."""
+        rewards = (self.uniforms[:, None] < self.means).astype(float)
+        return rewards, np.ascontiguousarray(self.regrets, dtype=float)
+
 
 def _build_pool(keys: dict) -> PoolInstance:
     """`family` is another name for `link`; both may be given only if they agree."""

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.linalg import cho_solve, solve_lower_t
 from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
@@ -24,6 +24,15 @@ from dpbandits.policies.linear_core import (
     LinearPolicy,
     ZCDPMixin,
     ucb_index,
+)
+from dpbandits.policies.ridge_rounds import (
+    MEAN_EVERY_ROUND,
+    MEAN_KEPT,
+    MEAN_ONCE,
+    TS,
+    UCB,
+    Batch,
+    play_rounds,
 )
 from dpbandits.privacy.subsampled import (
     EXTENDED_ORDERS,
@@ -112,6 +121,30 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
             self.in_batch += 1
         if offset + 1 == self.B or t == self.horizon - 1:
             self.release(t)
+
+    def table_action(self) -> tuple[int, float]:
+        """The action rule for `play_rounds`: (TS, v) or (UCB, α)."""
+        raise NotImplementedError
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """The rounds of each batch by `play_rounds`, each release here as in `observe`."""
+        t = 0
+        while t < self.horizon:
+            if self.mean_current:
+                rule, theta = MEAN_EVERY_ROUND, np.empty(self.d)
+            elif self.dirty:
+                rule, theta = MEAN_ONCE, np.empty(self.d)
+            else:
+                rule, theta = MEAN_KEPT, self.theta_hat
+            action, scale = self.table_action()
+            played = play_rounds(self, tables, t, action, scale, rule, theta,
+                                 Batch(self.s, self.include, self.batch_start, self.B))
+            self.in_batch += played.added
+            if rule == MEAN_ONCE and played.t > t:
+                self.theta_hat, self.dirty = theta, False
+            t = played.t
+            if played.released:
+                self.release(t - 1)
 
     def release(self, t: int) -> None:
         """Release s̃_k = s_k + N(0, σ²I) and fold it into b (÷q for Amp); start the next batch."""
@@ -232,6 +265,9 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         super().release(t)
         self.v_now = self.exploration_scale()
 
+    def table_action(self) -> tuple[int, float]:
+        return TS, self.v_now
+
     def choose(self, t: int, arms: np.ndarray) -> int:
         factor = self.factor()
         theta = self.mean(factor)
@@ -269,6 +305,7 @@ class AdaPrivateTS(AdaPrivateTSBase):
     """AdaPrivate-TS, base variant: v fixed, no subsampling (the paper's Algorithm 1)."""
 
     name = "AdaPrivate-TS"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
 
 
@@ -276,6 +313,7 @@ class AdaPrivateTSAmp(AdaPrivateTSBase):
     """AdaPrivate-TS-Amp: Poisson subsampling at rate q, σ_amp by RDP (paper Eq. (15))."""
 
     name = "AdaPrivate-TS-Amp"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, q=0.3)
 
@@ -284,6 +322,7 @@ class AdaPrivateTSAdaptive(AdaPrivateTSBase):
     """AdaPrivate-TS-Adaptive: v_k = v₀γ^{k−1} (v₀ = 1.5, γ = 0.95; `v0: tuned`)."""
 
     name = "AdaPrivate-TS-Adaptive"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, v0=1.5)
 
@@ -292,11 +331,15 @@ class AdaPrivateUCB(BatchedPrivatePolicy):
     """AdaPrivate-UCB: same statistics, score xᵀθ̂ + α‖x‖_{A_t⁻¹} (docs/ts.md, "AdaPrivate-UCB")."""
 
     name = "AdaPrivate-UCB"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = (*BatchedPrivatePolicy.parameters, ALPHA)
 
     def action_setup(self) -> None:
         self.alpha = float(self.params["alpha"])
+
+    def table_action(self) -> tuple[int, float]:
+        return UCB, self.alpha
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         factor = self.factor()

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit
-from dpbandits.contract import FixedActionEnvironment, ProblemInfo, RunResult
+from dpbandits.contract import FixedActionEnvironment, OutcomeTables, ProblemInfo, RunResult
 from dpbandits.errors import ConfigError
 from dpbandits.params import Declaration, validate
 from dpbandits.params import defaults as param_defaults
@@ -30,6 +30,7 @@ class Policy:
     parameters: ClassVar[Declaration] = ()
     audits: ClassVar[tuple[PolicyAudit, ...]] = ()  # a private policy's end-to-end audits
     lockstep: ClassVar[str] = ""  # "module:Class" of its `Lockstep` driver, "" for none
+    plays_tables: ClassVar[bool] = False  # has `play_table` (the class's own, not inherited)
     defaults: ClassVar[dict[str, Any]] = {}  # derived from `parameters`
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -101,6 +102,11 @@ class Policy:
         raise NotImplementedError
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
+        raise NotImplementedError
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Every round at once on pre-drawn outcomes, filling `tables.regret` and
+        `tables.reward`: the bits of select → pull → update round by round (runner)."""
         raise NotImplementedError
 
     def finish(self) -> None:

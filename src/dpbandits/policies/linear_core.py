@@ -115,12 +115,16 @@ class NormalStream:
         self.i = 0
 
     def next(self) -> np.ndarray:
+        table, i = self.remaining()
+        self.i = i + 1
+        return table[i]
+
+    def remaining(self) -> tuple[np.ndarray, int]:
+        """The current block and the index of its next row (a new block when it is used up)."""
         if self.i >= len(self.table):
             self.table = self.rng.standard_normal((self.block, self.d))
             self.i = 0
-        row = self.table[self.i]
-        self.i += 1
-        return row
+        return self.table, self.i
 
 
 def zcdp_rho(epsilon: float, delta: float, conversion: str) -> float:
@@ -204,6 +208,10 @@ class LinearPolicy(Policy):
         """A ← A + x xᵀ (lower triangle, BLAS dsyr in place)."""
         _dsyr(1.0, x, 1, 1, 0, len(x), self.A, 1)
         self.gram_version += 1
+
+    def gram_updated(self, rounds: int) -> None:
+        """Count `rounds` rank-one updates of A made in place by compiled rounds."""
+        self.gram_version += rounds
 
     def factor(self) -> np.ndarray:
         """Lower Cholesky factor of the current A, computed once per change of A."""

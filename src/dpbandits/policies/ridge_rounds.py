@@ -1,0 +1,61 @@
+"""Rounds of the ridge policies played by the compiled loop `_ridge` on pre-drawn tables.
+
+`_ridge` is bound here to the scipy LAPACK/BLAS routines that `dpbandits.linalg` and the
+policies call, so a round gives the Python round's bits (docs/architecture.md, "Table rounds").
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from dpbandits.contract import OutcomeTables
+from dpbandits.policies import _ridge
+from dpbandits.scipy_kernels import blas, lapack
+
+if TYPE_CHECKING:
+    from dpbandits.policies.linear_core import LinearPolicy
+
+TS, UCB = 0, 1  # argmax xᵀ(θ̂ + v·L⁻ᵀz), or argmax xᵀθ̂ + α‖x‖_{A⁻¹}
+MEAN_EVERY_ROUND, MEAN_KEPT, MEAN_ONCE = 0, 1, 2  # θ̂ = A⁻¹b each round, as given, or once
+
+_ridge.bind(lapack.dpotrf._cpointer, lapack.dpotrs._cpointer, lapack.dtrtrs._cpointer,
+            blas.dsyr._cpointer, blas.daxpy._cpointer, blas.dtrsm._cpointer,
+            np.linalg.LinAlgError)
+
+
+class Batch(NamedTuple):
+    """The open batch of a batched policy: its reward sum s (added to in place), the Poisson
+    inclusion of each of its rounds (None: all), its first round and its length B."""
+
+    s: np.ndarray
+    include: np.ndarray | None
+    start: int
+    length: int
+
+
+class Played(NamedTuple):
+    """What a call played: the next round, the rewards added to the batch, and whether the
+    batch ended with the last round (then the policy releases it)."""
+
+    t: int
+    added: int
+    released: bool
+
+
+def play_rounds(policy: LinearPolicy, tables: OutcomeTables, t: int, action: int, scale: float,
+                mean_rule: int, theta: np.ndarray, batch: Batch | None = None) -> Played:
+    """Rounds t, t + 1, … of `policy` up to its horizon, the end of its block of exploration
+    normals (TS) or its batch's last round; A (and b without a batch) are updated in place,
+    θ̂ is written to `theta` unless kept."""
+    normals, index = policy.explore_normals.remaining() if action == TS else (None, 0)
+    s, include, start, length = batch if batch is not None else (None, None, 0, 0)
+    t_next, index, added, released = _ridge.run(
+        policy.A, policy.b, theta, tables.arms, tables.rewards, tables.regrets, tables.regret,
+        tables.reward, t, policy.horizon, action, float(scale), normals, index, mean_rule, s,
+        include, start, length, policy.horizon)
+    if action == TS:
+        policy.explore_normals.i = index
+    policy.gram_updated(t_next - t)
+    return Played(t_next, added, released)
