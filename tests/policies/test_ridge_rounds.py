@@ -10,7 +10,7 @@ import pytest
 
 from dpbandits import runner
 from dpbandits.instances.registry import build_instance
-from dpbandits.linalg import cholesky, solve_lower_t, widths
+from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
 from dpbandits.policies import _ridge, get_policy_class, make_policy
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB
@@ -30,6 +30,13 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("AdaPrivate-UCB", {"B": 10}),
     ("AdaPrivate-UCB", {"alpha": 0.5, "B": 33, "group_size": 2}),
     ("AdaPrivate-UCB", {"mean_gram": "current", "alpha": 1.0}),
+    ("zCDP-Episodic", {}),
+    ("zCDP-Episodic", {"c_trigger": 1.0, "alpha": 0.5}),
+    ("zCDP-Episodic", {"c_trigger": 4.0, "conversion": "tight"}),
+    ("RarelySwitching-zCDP", {}),
+    ("RarelySwitching-zCDP", {"alpha": 2.0, "C": 0.2}),
+    ("AdaC-OFUL-zCDP", {"alpha": 0.1}),
+    ("AdaC-OFUL-zCDP", {"C": 3.0, "lam": 0.5}),
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -181,6 +188,16 @@ def test_round_scores_are_the_python_policies_bits(d: int, K: int) -> None:
         assert _ridge.scores(UCB, factor, arms, theta, scale, None).tobytes() == ucb.tobytes()
 
 
+@pytest.mark.parametrize("d", [1, 2, 7, 8, 9, 20, 33, 130])
+def test_log_det_is_the_python_policies_bits(d: int) -> None:
+    """`2 Σ ln L_ii` by numpy's log and its add reduction: sums of 8 and more add pairwise."""
+    rng = np.random.default_rng(d)
+    for _ in range(200):
+        g = rng.standard_normal((d + 2, d)) * np.exp(rng.uniform(-3, 3, d))
+        factor = cholesky(np.asfortranarray(g.T @ g + rng.uniform(0.01, 2) * np.eye(d)))
+        assert repr(_ridge.log_det(factor)) == repr(log_det(factor))
+
+
 def _arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
     return [np.asfortranarray(np.eye(d)), np.zeros(d), np.zeros(d), np.zeros((T, K, d)),
             np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T), 0, T, UCB, 1.0,
@@ -212,3 +229,52 @@ def test_run_refuses_bad_arguments_with_one_line(position: int, value: Any,
 def test_run_with_good_arguments_plays_the_rounds() -> None:
     """The control of the refusals above: the same arguments, unchanged, play all 4 rounds."""
     assert _ridge.run(*_arguments())[0] == 4
+
+
+def _switching_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
+    eye = np.asfortranarray(np.eye(d))
+    return [eye.copy(order="F"), np.zeros(d), np.zeros(d), eye, np.zeros((T, K, d)),
+            np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T), 0, T, 1.0, 0, 0.0,
+            0.0, 0.0, 0.69, 1.0]
+
+
+def _episodic_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
+    eye = np.asfortranarray(np.eye(d))
+    return [eye.copy(order="F"), eye.copy(order="F"), np.zeros(d), np.zeros(d),
+            np.zeros((T, K, d)), np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T),
+            0, T, 1.0, 0, 0.0, 0.69]
+
+
+@pytest.mark.parametrize("position,value,message", [
+    (3, np.eye(3), "factor_tau is not allowed"),  # C order
+    (1, np.zeros(2), "s is not allowed"),
+    (7, np.empty(5), "regret_out is not allowed"),
+    (10, 5, r"rounds \[0, 5\) are not allowed"),
+])
+def test_run_switching_refuses_bad_arguments_with_one_line(position: int, value: Any,
+                                                           message: str) -> None:
+    args = _switching_arguments()
+    args[position] = value
+    with pytest.raises(ValueError, match=message) as caught:
+        _ridge.run_switching(*args)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("position,value,message", [
+    (1, np.eye(2, order="F"), "a_episode is not allowed"),
+    (2, np.zeros(4), "b_episode is not allowed"),
+    (4, np.zeros((4, 2, 3), order="F"), "arms is not allowed"),
+])
+def test_run_episodic_refuses_bad_arguments_with_one_line(position: int, value: Any,
+                                                          message: str) -> None:
+    args = _episodic_arguments()
+    args[position] = value
+    with pytest.raises(ValueError, match=message) as caught:
+        _ridge.run_episodic(*args)
+    assert "\n" not in str(caught.value)
+
+
+def test_switching_and_episodic_runs_with_good_arguments_play_the_rounds() -> None:
+    """The controls of the refusals above: the unchanged arguments play all 4 rounds."""
+    assert _ridge.run_switching(*_switching_arguments())[0] == 4
+    assert _ridge.run_episodic(*_episodic_arguments())[0] == 4

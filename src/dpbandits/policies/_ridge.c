@@ -1,15 +1,20 @@
 /*
- * The round loop of the ridge-regression policies (LinTS, LinUCB, the AdaPrivate family) on an
- * environment whose arms, rewards and regrets are pre-drawn tables: one call plays the rounds
- * up to the next release, which stays in Python (docs/architecture.md, "Table rounds").
+ * The round loop of the ridge-regression policies on an environment whose arms, rewards and
+ * regrets are pre-drawn tables, one call per stretch of rounds up to the next release (which
+ * stays in Python; docs/architecture.md, "Table rounds"):
+ * - `run`: LinTS, LinUCB and the AdaPrivate family (A factorised every round);
+ * - `run_switching`: RarelySwitching-zCDP and AdaC-OFUL-zCDP (a frozen factor between switches);
+ * - `run_episodic`: zCDP-Episodic (an episode's own statistics besides A).
  *
  * Every operation is the one the Python policies make, by the same code, so the results are
  * the Python loop's bit for bit (tests/policies/test_ridge_rounds.py):
- * - LAPACK dpotrf, dpotrs, dtrtrs and BLAS dsyr, daxpy, dtrsm are scipy's, bound from the
- *   `_cpointer` of the very f2py wrappers the policies call (`bind`);
- * - xᵀθ for every arm is numpy's float64 matmul loop (the `functions` of `np.matmul`);
+ * - LAPACK dpotrf, dpotrs, dtrtrs and BLAS dsyr, daxpy, dtrsm, dtrsv are scipy's, bound from
+ *   the `_cpointer` of the very f2py wrappers the policies call (`bind`);
+ * - xᵀθ and yᵀy are numpy's float64 matmul loop (the `functions` of `np.matmul`), ln of a
+ *   factor's diagonal numpy's float64 log loop and its sum numpy's add loop as a reduction;
  * - ‖L⁻¹x‖² for every arm is numpy's einsum (PyArray_EinsteinSum, what `np.einsum` calls);
- * - the rest are single IEEE operations (compiled with -ffp-contract=off: no fused multiply-add).
+ * - the rest are single IEEE operations (compiled with -ffp-contract=off: no fused
+ *   multiply-add), and ln(1 + v) is the C library's, as Python's `math.log1p` is.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +41,8 @@ typedef void daxpy_fn(const f_int *, const double *, const double *, const f_int
 typedef void dtrsm_fn(const char *, const char *, const char *, const char *, const f_int *,
                       const f_int *, const double *, const double *, const f_int *, double *,
                       const f_int *, size_t, size_t, size_t, size_t);
+typedef void dtrsv_fn(const char *, const char *, const char *, const f_int *, const double *,
+                      const f_int *, double *, const f_int *, size_t, size_t, size_t);
 
 static dpotrf_fn *dpotrf;
 static dpotrs_fn *dpotrs;
@@ -43,12 +50,22 @@ static dtrtrs_fn *dtrtrs;
 static dsyr_fn *dsyr;
 static daxpy_fn *daxpy;
 static dtrsm_fn *dtrsm;
+static dtrsv_fn *dtrsv;
 static PyObject *linalg_error;
-static PyUFuncGenericFunction matmul_loop;
-static void *matmul_data;
+
+typedef struct {
+    PyUFuncGenericFunction function;
+    void *data;
+} Loop;
+
+static Loop matmul_loop, log_loop, add_loop;
 
 enum { ACTION_TS = 0, ACTION_UCB = 1 };
 enum { MEAN_EVERY_ROUND = 0, MEAN_KEPT = 1, MEAN_ONCE = 2 };
+#define D_LIMIT 4096
+#define K_LIMIT (1 << 20)
+
+/* ---- binding ---------------------------------------------------------------------------- */
 
 static void *pointer_of(PyObject *capsule, const char *name)
 {
@@ -60,46 +77,50 @@ static void *pointer_of(PyObject *capsule, const char *name)
     return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
 }
 
-static int find_matmul(void)
+/* numpy ufunc `name`'s loop whose nin inputs and one output are all float64. */
+static int find_loop(const char *name, int nin, Loop *loop)
 {
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return -1;
-    PyObject *object = PyObject_GetAttrString(numpy, "matmul");
+    PyObject *object = PyObject_GetAttrString(numpy, name);
     Py_DECREF(numpy);
     if (object == NULL)
         return -1;
     if (!PyObject_TypeCheck(object, &PyUFunc_Type)) {
         Py_DECREF(object);
-        PyErr_SetString(PyExc_RuntimeError, "numpy.matmul is not a numpy ufunc");
+        PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
         return -1;
     }
     PyUFuncObject *ufunc = (PyUFuncObject *)object;
-    for (int k = 0; k < ufunc->ntypes; k++) {
+    for (int k = 0; ufunc->nin == nin && ufunc->nout == 1 && k < ufunc->ntypes; k++) {
         const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
-        if (ufunc->nin == 2 && ufunc->nout == 1 && types[0] == NPY_DOUBLE
-                && types[1] == NPY_DOUBLE && types[2] == NPY_DOUBLE
-                && ufunc->functions[k] != NULL) {
-            matmul_loop = ufunc->functions[k];
-            matmul_data = ufunc->data == NULL ? NULL : ufunc->data[k];
+        int all_double = 1;
+        for (int j = 0; j <= nin; j++)
+            all_double = all_double && types[j] == NPY_DOUBLE;
+        if (all_double && ufunc->functions[k] != NULL) {
+            loop->function = ufunc->functions[k];
+            loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
             Py_DECREF(object);
             return 0;
         }
     }
     Py_DECREF(object);
-    PyErr_SetString(PyExc_RuntimeError, "numpy.matmul has no float64 loop");
+    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
     return -1;
 }
 
 static PyObject *bind(PyObject *self, PyObject *args)
 {
-    PyObject *caps[6], *error;
-    if (!PyArg_ParseTuple(args, "OOOOOOO:bind", &caps[0], &caps[1], &caps[2], &caps[3],
-                          &caps[4], &caps[5], &error))
+    enum { N_ROUTINES = 7 };
+    PyObject *caps[N_ROUTINES], *error;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:bind", &caps[0], &caps[1], &caps[2], &caps[3],
+                          &caps[4], &caps[5], &caps[6], &error))
         return NULL;
-    const char *names[6] = {"dpotrf", "dpotrs", "dtrtrs", "dsyr", "daxpy", "dtrsm"};
-    void *found[6];
-    for (int k = 0; k < 6; k++)
+    const char *names[N_ROUTINES] = {"dpotrf", "dpotrs", "dtrtrs", "dsyr", "daxpy", "dtrsm",
+                                     "dtrsv"};
+    void *found[N_ROUTINES];
+    for (int k = 0; k < N_ROUTINES; k++)
         if ((found[k] = pointer_of(caps[k], names[k])) == NULL)
             return NULL;
     if (!PyType_Check(error) || !PyType_IsSubtype((PyTypeObject *)error,
@@ -107,7 +128,8 @@ static PyObject *bind(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "error is not allowed; must be an exception class");
         return NULL;
     }
-    if (matmul_loop == NULL && find_matmul() < 0)
+    if (find_loop("matmul", 2, &matmul_loop) < 0 || find_loop("log", 1, &log_loop) < 0
+            || find_loop("add", 2, &add_loop) < 0)
         return NULL;
     dpotrf = (dpotrf_fn *)found[0];
     dpotrs = (dpotrs_fn *)found[1];
@@ -115,19 +137,52 @@ static PyObject *bind(PyObject *self, PyObject *args)
     dsyr = (dsyr_fn *)found[3];
     daxpy = (daxpy_fn *)found[4];
     dtrsm = (dtrsm_fn *)found[5];
+    dtrsv = (dtrsv_fn *)found[6];
     Py_XSETREF(linalg_error, Py_NewRef(error));
     Py_RETURN_NONE;
 }
 
+static int bound(const char *caller)
+{
+    if (dpotrf != NULL)
+        return 0;
+    PyErr_Format(PyExc_RuntimeError, "%s before bind: the LAPACK routines are unset", caller);
+    return -1;
+}
+
+/* ---- numpy's operations ----------------------------------------------------------------- */
+
 /* out = a @ x for the m×n C-ordered a, by numpy's matmul loop with the dimensions and steps
- * numpy passes for a (m, n) matrix times an (n,) vector. */
+ * numpy passes for a (m, n) matrix times an (n,) vector (m = 1: a vector, xᵀx-like dot). */
 static void matvec(const double *a, npy_intp m, npy_intp n, const double *x, double *out)
 {
     char *args[3] = {(char *)a, (char *)x, (char *)out};
     npy_intp dimensions[4] = {1, m, n, 1};
     npy_intp steps[9] = {0, 0, 0, n * (npy_intp)sizeof(double), sizeof(double),
                          sizeof(double), 0, sizeof(double), 0};
-    matmul_loop(args, dimensions, steps, matmul_data);
+    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
+}
+
+/* `float(x @ y)` of two vectors of length n. */
+static double dot(const double *x, const double *y, npy_intp n)
+{
+    double out;
+    matvec(x, 1, n, y, &out);
+    return out;
+}
+
+/* `2.0 * float(np.log(factor.diagonal()).sum())`: numpy's log loop on the strided diagonal,
+ * then its add loop as the reduction makes it, from the identity 0.0 (`logs`: d scratch). */
+static double log_det(const double *factor, npy_intp d, double *logs)
+{
+    char *log_args[2] = {(char *)factor, (char *)logs};
+    npy_intp log_steps[2] = {(d + 1) * (npy_intp)sizeof(double), sizeof(double)};
+    log_loop.function(log_args, &d, log_steps, log_loop.data);
+    double total = 0.0;
+    char *add_args[3] = {(char *)&total, (char *)logs, (char *)&total};
+    npy_intp add_steps[3] = {0, sizeof(double), 0};
+    add_loop.function(add_args, &d, add_steps, add_loop.data);
+    return 2.0 * total;
 }
 
 /* numpy's argmax of float64: the first largest value, or the first NaN. */
@@ -148,34 +203,30 @@ static npy_intp argmax(const double *s, npy_intp n)
     return best;
 }
 
-/* The array `object` as float64, C-contiguous, of `ndim` dimensions with the given sizes
- * (-1: any); writable if asked. A borrowed pointer to its data, NULL with an error if not. */
-static double *doubles(PyObject *object, const char *name, int ndim, const npy_intp *shape,
-                       int writable)
+/* `add_reward`: b += x when r is 1 (1·x is x), else b += r·x, as numpy does it. */
+static void add_reward(double *b, const double *x, double r, npy_intp d)
 {
-    if (!PyArray_Check(object)) {
-        PyErr_Format(PyExc_TypeError, "%s is not allowed; must be a numpy array", name);
-        return NULL;
-    }
-    PyArrayObject *array = (PyArrayObject *)object;
-    int ok = PyArray_TYPE(array) == NPY_DOUBLE && PyArray_NDIM(array) == ndim
-             && PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array)
-             && (!writable || PyArray_ISWRITEABLE(array));
-    for (int k = 0; ok && k < ndim; k++)
-        ok = shape[k] < 0 || PyArray_DIM(array, k) == shape[k];
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous%s float64 "
-                     "array of %d dimensions with the policy's sizes", name,
-                     writable ? " writable" : "", ndim);
-        return NULL;
-    }
-    return (double *)PyArray_DATA(array);
+    if (r == 1.0)
+        for (npy_intp i = 0; i < d; i++)
+            b[i] += x[i];
+    else
+        for (npy_intp i = 0; i < d; i++)
+            b[i] += r * x[i];
 }
 
 static int lapack_failed(const char *what, f_int info)
 {
     PyErr_Format(linalg_error, "%s failed (info = %d)", what, (int)info);
     return -1;
+}
+
+/* The lower Cholesky factor of A (its copy in `factor`), as `linalg.cholesky`. */
+static int factorise(const double *a, f_int n, double *factor)
+{
+    f_int info = 0;
+    memcpy(factor, a, sizeof(double) * (size_t)n * (size_t)n);
+    dpotrf("L", &n, factor, &n, &info, 1);
+    return info != 0 ? lapack_failed("Cholesky", info) : 0;
 }
 
 /* The scores of the K arms of one round, from the lower Cholesky factor of A and θ̂:
@@ -224,76 +275,130 @@ static int score(int action, f_int n, f_int k, const double *factor, const doubl
     return 0;
 }
 
-/* A d×K Fortran-ordered float64 array: dtrsm's workspace and einsum's operand. */
-static PyObject *workspace(npy_intp d, npy_intp K)
+/* ---- arguments -------------------------------------------------------------------------- */
+
+/* The array `object` as float64, C-contiguous, of `ndim` dimensions with the given sizes
+ * (-1: any); writable if asked. A borrowed pointer to its data, NULL with an error if not. */
+static double *doubles(PyObject *object, const char *name, int ndim, const npy_intp *shape,
+                       int writable)
 {
-    npy_intp dk[2] = {d, K};
-    return PyArray_ZEROS(2, dk, NPY_DOUBLE, 1);
+    if (!PyArray_Check(object)) {
+        PyErr_Format(PyExc_TypeError, "%s is not allowed; must be a numpy array", name);
+        return NULL;
+    }
+    PyArrayObject *array = (PyArrayObject *)object;
+    int ok = PyArray_TYPE(array) == NPY_DOUBLE && PyArray_NDIM(array) == ndim
+             && PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array)
+             && (!writable || PyArray_ISWRITEABLE(array));
+    for (int k = 0; ok && k < ndim; k++)
+        ok = shape[k] < 0 || PyArray_DIM(array, k) == shape[k];
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous%s float64 "
+                     "array of %d dimensions with the policy's sizes", name,
+                     writable ? " writable" : "", ndim);
+        return NULL;
+    }
+    return (double *)PyArray_DATA(array);
 }
 
-/*
- * scores(action, factor, arms, theta, scale, normal) -> the round's scores, as `run` makes
- * them (for the tests that hold them to the Python policies' scores).
- */
-static PyObject *scores_of(PyObject *self, PyObject *args)
+/* A d×d float64 matrix in Fortran order (writable if asked), as the policies keep A. */
+static double *square(PyObject *object, const char *name, npy_intp d, int writable)
 {
-    PyObject *factor_obj, *arms_obj, *theta_obj, *normal_obj;
-    int action;
-    double scale;
-    if (!PyArg_ParseTuple(args, "iOOOdO:scores", &action, &factor_obj, &arms_obj, &theta_obj,
-                          &scale, &normal_obj))
-        return NULL;
-    if (dpotrf == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "scores before bind: the LAPACK routines are unset");
-        return NULL;
-    }
-    if (action != ACTION_TS && action != ACTION_UCB) {
-        PyErr_Format(PyExc_ValueError, "action = %d is not allowed; must be 0 (TS) or 1 (UCB)",
-                     action);
+    PyArrayObject *array = (PyArrayObject *)object;
+    if (!PyArray_Check(object) || PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 2
+            || PyArray_DIM(array, 0) != d || PyArray_DIM(array, 1) != d
+            || !PyArray_IS_F_CONTIGUOUS(array) || !PyArray_ISALIGNED(array)
+            || (writable && !PyArray_ISWRITEABLE(array))) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a%s Fortran-ordered float64 "
+                     "d x d array", name, writable ? " writable" : "");
         return NULL;
     }
-    if (!PyArray_Check(arms_obj) || PyArray_NDIM((PyArrayObject *)arms_obj) != 2) {
-        PyErr_SetString(PyExc_ValueError, "arms is not allowed; must be a (K, d) array");
-        return NULL;
-    }
-    npy_intp K = PyArray_DIM((PyArrayObject *)arms_obj, 0);
-    npy_intp d = PyArray_DIM((PyArrayObject *)arms_obj, 1);
-    npy_intp kd[2] = {K, d}, vec[1] = {d};
-    const double *arms = doubles(arms_obj, "arms", 2, kd, 0);
-    const double *theta = arms ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
-    const double *normal = NULL;
-    if (theta == NULL || K < 1 || d < 1 || d > 4096)
-        return theta == NULL ? NULL
-            : PyErr_Format(PyExc_ValueError, "arms is not allowed; must have K >= 1 and "
-                           "1 <= d <= 4096");
-    if (action == ACTION_TS && (normal = doubles(normal_obj, "normal", 1, vec, 0)) == NULL)
-        return NULL;
-    if (!PyArray_Check(factor_obj) || PyArray_TYPE((PyArrayObject *)factor_obj) != NPY_DOUBLE
-            || PyArray_NDIM((PyArrayObject *)factor_obj) != 2
-            || PyArray_DIM((PyArrayObject *)factor_obj, 0) != d
-            || PyArray_DIM((PyArrayObject *)factor_obj, 1) != d
-            || !PyArray_IS_F_CONTIGUOUS((PyArrayObject *)factor_obj)) {
-        PyErr_SetString(PyExc_ValueError, "factor is not allowed; must be a Fortran-ordered "
-                        "float64 d×d array");
-        return NULL;
-    }
-    PyObject *out = PyArray_ZEROS(1, &K, NPY_DOUBLE, 0);
-    PyObject *w_obj = action == ACTION_UCB ? workspace(d, K) : NULL;
-    double *scratch = malloc(sizeof(double) * (size_t)(d + K));
-    int failed = out == NULL || (action == ACTION_UCB && w_obj == NULL) || scratch == NULL;
-    if (!failed)
-        failed = score(action, (f_int)d, (f_int)K,
-                       (const double *)PyArray_DATA((PyArrayObject *)factor_obj), arms, theta,
-                       scale, normal, scratch, scratch + d, w_obj,
-                       (double *)PyArray_DATA((PyArrayObject *)out)) < 0;
-    free(scratch);
-    Py_XDECREF(w_obj);
-    if (failed) {
-        Py_XDECREF(out);
-        return PyErr_Occurred() ? NULL : PyErr_NoMemory();
-    }
-    return out;
+    return (double *)PyArray_DATA(array);
 }
+
+/* The run's tables and the rounds [t, stop) asked for. */
+typedef struct {
+    const double *arms, *rewards, *regrets;
+    double *regret, *reward;
+    npy_intp T, K, d;
+} Tables;
+
+static int tables_from(PyObject *arms, PyObject *rewards, PyObject *regrets, PyObject *regret,
+                       PyObject *reward, Py_ssize_t t, Py_ssize_t stop, Tables *out)
+{
+    if (!PyArray_Check(arms) || PyArray_NDIM((PyArrayObject *)arms) != 3) {
+        PyErr_SetString(PyExc_ValueError, "arms is not allowed; must be a (T, K, d) array");
+        return -1;
+    }
+    npy_intp T = PyArray_DIM((PyArrayObject *)arms, 0);
+    npy_intp K = PyArray_DIM((PyArrayObject *)arms, 1);
+    npy_intp d = PyArray_DIM((PyArrayObject *)arms, 2);
+    if (K < 1 || d < 1 || d > D_LIMIT || K > K_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "arms of shape (%zd, %zd, %zd) is not allowed; must "
+                     "have 1 <= K <= %d and 1 <= d <= %d", (Py_ssize_t)T, (Py_ssize_t)K,
+                     (Py_ssize_t)d, K_LIMIT, D_LIMIT);
+        return -1;
+    }
+    npy_intp tk[2] = {T, K}, tt[1] = {T}, txt[3] = {T, K, d};
+    out->T = T, out->K = K, out->d = d;
+    if ((out->arms = doubles(arms, "arms", 3, txt, 0)) == NULL
+            || (out->rewards = doubles(rewards, "rewards", 2, tk, 0)) == NULL
+            || (out->regrets = doubles(regrets, "regrets", 2, tk, 0)) == NULL
+            || (out->regret = doubles(regret, "regret_out", 1, tt, 1)) == NULL
+            || (out->reward = doubles(reward, "reward_out", 1, tt, 1)) == NULL)
+        return -1;
+    if (t < 0 || t > stop || stop > T) {
+        PyErr_Format(PyExc_ValueError, "rounds [%zd, %zd) are not allowed; must lie in [0, "
+                     "%zd)", t, stop, (Py_ssize_t)T);
+        return -1;
+    }
+    return 0;
+}
+
+/* Round t's pull of arm `index`: record regret and reward; the clipped reward (`clip_reward`:
+ * min(max(r, 0), 1) as Python's max and min pick). */
+static double pull(const Tables *tables, npy_intp t, npy_intp index)
+{
+    double r = tables->rewards[t * tables->K + index];
+    tables->regret[t] = tables->regrets[t * tables->K + index];
+    tables->reward[t] = r;
+    double clipped = 0.0 > r ? 0.0 : r;
+    return 1.0 < clipped ? 1.0 : clipped;
+}
+
+/* Scratch of one call: a factor, d- and K-sized vectors and the UCB workspace. */
+typedef struct {
+    double *factor, *sample, *logs, *scores, *products;
+    PyObject *w_obj;
+} Scratch;
+
+static int scratch_for(npy_intp d, npy_intp K, int ucb, Scratch *s)
+{
+    s->w_obj = NULL;
+    s->factor = malloc(sizeof(double) * (size_t)(d * d + 2 * d + 2 * K));
+    if (s->factor == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->sample = s->factor + d * d, s->logs = s->sample + d;
+    s->scores = s->logs + d, s->products = s->scores + K;
+    if (ucb) {
+        npy_intp dk[2] = {d, K}; /* d×K, Fortran order, as f2py's dtrsm returns */
+        if ((s->w_obj = PyArray_ZEROS(2, dk, NPY_DOUBLE, 1)) == NULL) {
+            free(s->factor);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void scratch_free(Scratch *s)
+{
+    free(s->factor);
+    Py_XDECREF(s->w_obj);
+}
+
+/* ---- the loops -------------------------------------------------------------------------- */
 
 /*
  * run(a, b, theta, arms, rewards, regrets, regret_out, reward_out, t, stop, action, scale,
@@ -307,15 +412,13 @@ static PyObject *run(PyObject *self, PyObject *args)
     Py_ssize_t t, stop, normal_index, batch_start, batch, horizon;
     int action, mean_rule;
     double scale;
+    Tables tb;
     if (!PyArg_ParseTuple(args, "OOOOOOOOnnidOniOOnnn:run", &a_obj, &b_obj, &theta_obj,
                           &arms_obj, &rewards_obj, &regrets_obj, &regret_obj, &reward_obj,
                           &t, &stop, &action, &scale, &normals_obj, &normal_index, &mean_rule,
-                          &s_obj, &include_obj, &batch_start, &batch, &horizon))
+                          &s_obj, &include_obj, &batch_start, &batch, &horizon)
+            || bound("run") < 0)
         return NULL;
-    if (dpotrf == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "run before bind: the LAPACK routines are unset");
-        return NULL;
-    }
     if (action != ACTION_TS && action != ACTION_UCB) {
         PyErr_Format(PyExc_ValueError, "action = %d is not allowed; must be 0 (TS) or 1 (UCB)",
                      action);
@@ -326,42 +429,21 @@ static PyObject *run(PyObject *self, PyObject *args)
                      mean_rule);
         return NULL;
     }
-    if (!PyArray_Check(arms_obj) || PyArray_NDIM((PyArrayObject *)arms_obj) != 3) {
-        PyErr_SetString(PyExc_ValueError, "arms is not allowed; must be a (T, K, d) array");
+    if (tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
+                    &tb) < 0)
         return NULL;
-    }
-    npy_intp T = PyArray_DIM((PyArrayObject *)arms_obj, 0);
-    npy_intp K = PyArray_DIM((PyArrayObject *)arms_obj, 1);
-    npy_intp d = PyArray_DIM((PyArrayObject *)arms_obj, 2);
-    if (K < 1 || d < 1 || d > 4096 || K > (1 << 20)) {
-        PyErr_Format(PyExc_ValueError, "arms of shape (%zd, %zd, %zd) is not allowed; must "
-                     "have 1 <= K <= 2^20 and 1 <= d <= 4096", (Py_ssize_t)T, (Py_ssize_t)K,
-                     (Py_ssize_t)d);
-        return NULL;
-    }
-    npy_intp vec[1] = {d}, tk[2] = {T, K}, tt[1] = {T}, txt[3] = {T, K, d};
-    double *arms = doubles(arms_obj, "arms", 3, txt, 0);
-    double *rewards = arms ? doubles(rewards_obj, "rewards", 2, tk, 0) : NULL;
-    double *regrets = rewards ? doubles(regrets_obj, "regrets", 2, tk, 0) : NULL;
-    double *regret_out = regrets ? doubles(regret_obj, "regret_out", 1, tt, 1) : NULL;
-    double *reward_out = regret_out ? doubles(reward_obj, "reward_out", 1, tt, 1) : NULL;
-    double *b = reward_out ? doubles(b_obj, "b", 1, vec, 1) : NULL;
+    npy_intp d = tb.d, K = tb.K, vec[1] = {d};
+    double *a = square(a_obj, "a", d, 1);
+    double *b = a ? doubles(b_obj, "b", 1, vec, 1) : NULL;
     double *theta = b ? doubles(theta_obj, "theta", 1, vec, 1) : NULL;
     if (theta == NULL)
         return NULL;
-    /* A: d×d, Fortran order (the lower triangle is the statistic, dsyr updates it) */
-    if (!PyArray_Check(a_obj) || PyArray_TYPE((PyArrayObject *)a_obj) != NPY_DOUBLE
-            || PyArray_NDIM((PyArrayObject *)a_obj) != 2
-            || PyArray_DIM((PyArrayObject *)a_obj, 0) != d
-            || PyArray_DIM((PyArrayObject *)a_obj, 1) != d
-            || !PyArray_IS_F_CONTIGUOUS((PyArrayObject *)a_obj)
-            || !PyArray_ISWRITEABLE((PyArrayObject *)a_obj)) {
-        PyErr_SetString(PyExc_ValueError, "a is not allowed; must be a writable Fortran-ordered "
-                        "float64 d×d array");
+    if (stop > horizon) {
+        PyErr_Format(PyExc_ValueError, "stop = %zd is not allowed; must be <= horizon = %zd",
+                     stop, horizon);
         return NULL;
     }
-    double *a = (double *)PyArray_DATA((PyArrayObject *)a_obj);
-    double *normals = NULL;
+    const double *normals = NULL;
     npy_intp n_normals = 0;
     if (action == ACTION_TS) {
         npy_intp any_d[2] = {-1, d};
@@ -396,38 +478,23 @@ static PyObject *run(PyObject *self, PyObject *args)
             return NULL;
         }
     }
-    if (t < 0 || stop > T || stop > horizon) {
-        PyErr_Format(PyExc_ValueError, "rounds [%zd, %zd) are not allowed; must lie in [0, "
-                     "%zd)", t, stop, (Py_ssize_t)(T < horizon ? T : horizon));
-        return NULL;
-    }
 
+    Scratch sc;
+    if (scratch_for(d, K, action == ACTION_UCB, &sc) < 0)
+        return NULL;
     f_int n = (f_int)d, one = 1, kk = (f_int)K, info = 0;
     double unit = 1.0;
-    double *factor = malloc(sizeof(double) * (size_t)(d * d + 2 * d + 2 * K));
-    PyObject *w_obj = NULL;
-    if (factor == NULL)
-        return PyErr_NoMemory();
-    double *sample = factor + d * d, *scores = sample + d, *products = scores + K;
-    if (action == ACTION_UCB && (w_obj = workspace(d, K)) == NULL) {
-        free(factor);
-        return NULL;
-    }
     Py_ssize_t added = 0;
     int released = 0, failed = 0;
     for (; t < stop; t++) {
         if (action == ACTION_TS && normal_index >= n_normals)
             break;
-        const double *arms_t = arms + t * K * d;
-        memcpy(factor, a, sizeof(double) * (size_t)(d * d));
-        dpotrf("L", &n, factor, &n, &info, 1);
-        if (info != 0) {
-            failed = lapack_failed("Cholesky", info);
+        const double *arms_t = tb.arms + t * K * d;
+        if ((failed = factorise(a, n, sc.factor)) < 0)
             break;
-        }
         if (mean_rule != MEAN_KEPT) {
             memcpy(theta, b, sizeof(double) * (size_t)d);
-            dpotrs("L", &n, &one, factor, &n, theta, &n, &info, 1);
+            dpotrs("L", &n, &one, sc.factor, &n, theta, &n, &info, 1);
             if (info != 0) {
                 failed = lapack_failed("Cholesky solve", info);
                 break;
@@ -436,59 +503,266 @@ static PyObject *run(PyObject *self, PyObject *args)
                 mean_rule = MEAN_KEPT;
         }
         const double *normal = action == ACTION_TS ? normals + d * normal_index++ : NULL;
-        if (score(action, n, kk, factor, arms_t, theta, scale, normal, sample, products, w_obj,
-                  scores) < 0) {
-            failed = -1;
+        if ((failed = score(action, n, kk, sc.factor, arms_t, theta, scale, normal, sc.sample,
+                            sc.products, sc.w_obj, sc.scores)) < 0)
             break;
-        }
-        npy_intp index = argmax(scores, K);
-        double r = rewards[t * K + index];
-        regret_out[t] = regrets[t * K + index];
-        reward_out[t] = r;
-        /* clip_reward: min(max(r, 0), 1) as Python's max and min pick */
-        double clipped = 0.0 > r ? 0.0 : r;
-        clipped = 1.0 < clipped ? 1.0 : clipped;
+        npy_intp index = argmax(sc.scores, K);
+        double r = pull(&tb, t, index);
         const double *x = arms_t + index * d;
         dsyr("L", &n, &unit, x, &one, a, &n, 1);
         if (batch == 0) {
-            if (clipped == 1.0)
-                for (npy_intp i = 0; i < d; i++)
-                    b[i] += x[i];
-            else
-                for (npy_intp i = 0; i < d; i++)
-                    b[i] += clipped * x[i];
-        } else {
-            Py_ssize_t offset = t - batch_start;
-            if (include == NULL || include[offset]) {
-                if (clipped != 0.0)
-                    daxpy(&n, &clipped, x, &one, s, &one);
-                added++;
-            }
-            if (offset + 1 == batch || t == horizon - 1) {
-                released = 1;
-                t++;
-                break;
-            }
+            add_reward(b, x, r, d);
+            continue;
+        }
+        Py_ssize_t offset = t - batch_start;
+        if (include == NULL || include[offset]) {
+            if (r != 0.0) /* BLAS daxpy returns at once when a = 0 */
+                daxpy(&n, &r, x, &one, s, &one);
+            added++;
+        }
+        if (offset + 1 == batch || t == horizon - 1) {
+            released = 1;
+            t++;
+            break;
         }
     }
-    free(factor);
-    Py_XDECREF(w_obj);
+    scratch_free(&sc);
     if (failed)
         return NULL;
     return Py_BuildValue("nnnO", t, normal_index, added, released ? Py_True : Py_False);
 }
 
+/*
+ * run_switching(a, s, theta, factor_tau, arms, rewards, regrets, regret_out, reward_out, t,
+ *               stop, scale, in_episode, growth_bound, mass, log_det_tau, log_c, lam)
+ * → (next t, in_episode, growth_bound, mass, switch due at next t)
+ *
+ * A round of RarelySwitching-zCDP / AdaC-OFUL-zCDP (`_SwitchingIncrement.choose`, `observe`):
+ * when the growth bound is within the margin of ln(1 + C), ln det A_t − ln det A_τ is computed;
+ * above ln(1 + C) the call returns before the round, for the policy's own test and switch.
+ */
+static PyObject *run_switching(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj, *s_obj, *theta_obj, *tau_obj, *arms_obj, *rewards_obj, *regrets_obj;
+    PyObject *regret_obj, *reward_obj;
+    Py_ssize_t t, stop, in_episode;
+    double scale, growth_bound, mass, log_det_tau, log_c, lam;
+    Tables tb;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnndnddddd:run_switching", &a_obj, &s_obj,
+                          &theta_obj, &tau_obj, &arms_obj, &rewards_obj, &regrets_obj,
+                          &regret_obj, &reward_obj, &t, &stop, &scale, &in_episode,
+                          &growth_bound, &mass, &log_det_tau, &log_c, &lam)
+            || bound("run_switching") < 0
+            || tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
+                           &tb) < 0)
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, vec[1] = {d};
+    double *a = square(a_obj, "a", d, 1);
+    const double *tau = a ? square(tau_obj, "factor_tau", d, 0) : NULL;
+    double *s = tau ? doubles(s_obj, "s", 1, vec, 1) : NULL;
+    const double *theta = s ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
+    if (theta == NULL)
+        return NULL;
+    Scratch sc;
+    if (scratch_for(d, K, 1, &sc) < 0)
+        return NULL;
+    f_int n = (f_int)d, one = 1, kk = (f_int)K;
+    double unit = 1.0;
+    /* `margin()`'s constant factors, in its order: 2^-40·d², then ·(d + n)·κ */
+    double tiny = ldexp(1.0, -40) * (double)(d * d);
+    int due = 0, failed = 0;
+    for (; t < stop; t++) {
+        if (in_episode > 0) {
+            double kappa = ((double)d * lam + mass) / lam;
+            double margin = 1e-6 + tiny * (double)(d + in_episode) * kappa;
+            if (growth_bound > log_c - margin) {
+                if ((failed = factorise(a, n, sc.factor)) < 0)
+                    break;
+                if (log_det(sc.factor, d, sc.logs) - log_det_tau > log_c) {
+                    due = 1;
+                    break;
+                }
+            }
+        }
+        const double *arms_t = tb.arms + t * K * d;
+        if ((failed = score(ACTION_UCB, n, kk, tau, arms_t, theta, scale, NULL, sc.sample,
+                            sc.products, sc.w_obj, sc.scores)) < 0)
+            break;
+        npy_intp index = argmax(sc.scores, K);
+        double r = pull(&tb, t, index);
+        const double *x = arms_t + index * d;
+        dsyr("L", &n, &unit, x, &one, a, &n, 1);
+        add_reward(s, x, r, d);
+        in_episode++;
+        memcpy(sc.sample, x, sizeof(double) * (size_t)d); /* y = L_τ⁻¹x */
+        dtrsv("L", "N", "N", &n, tau, &n, sc.sample, &one, 1, 1, 1);
+        growth_bound += log1p(dot(sc.sample, sc.sample, d));
+        mass += dot(x, x, d);
+    }
+    scratch_free(&sc);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("nnddO", t, in_episode, growth_bound, mass, due ? Py_True : Py_False);
+}
+
+/*
+ * run_episodic(a, a_episode, b_episode, theta, arms, rewards, regrets, regret_out, reward_out,
+ *              t, stop, scale, in_episode, log_det_tau, log_c)
+ * → (next t, in_episode, switch due at next t)
+ *
+ * A round of zCDP-Episodic (`ZCDPEpisodic.choose`, `observe`): with data in the episode,
+ * ln det A_t − ln det A_τ above ln c returns before the round, for the policy's own switch.
+ */
+static PyObject *run_episodic(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj, *a_ep_obj, *b_ep_obj, *theta_obj, *arms_obj, *rewards_obj, *regrets_obj;
+    PyObject *regret_obj, *reward_obj;
+    Py_ssize_t t, stop, in_episode;
+    double scale, log_det_tau, log_c;
+    Tables tb;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOnndndd:run_episodic", &a_obj, &a_ep_obj, &b_ep_obj,
+                          &theta_obj, &arms_obj, &rewards_obj, &regrets_obj, &regret_obj,
+                          &reward_obj, &t, &stop, &scale, &in_episode, &log_det_tau, &log_c)
+            || bound("run_episodic") < 0
+            || tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
+                           &tb) < 0)
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, vec[1] = {d};
+    double *a = square(a_obj, "a", d, 1);
+    double *a_ep = a ? square(a_ep_obj, "a_episode", d, 1) : NULL;
+    double *b_ep = a_ep ? doubles(b_ep_obj, "b_episode", 1, vec, 1) : NULL;
+    const double *theta = b_ep ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
+    if (theta == NULL)
+        return NULL;
+    Scratch sc;
+    if (scratch_for(d, K, 1, &sc) < 0)
+        return NULL;
+    f_int n = (f_int)d, one = 1, kk = (f_int)K;
+    double unit = 1.0;
+    int due = 0, failed = 0;
+    for (; t < stop; t++) {
+        if ((failed = factorise(a, n, sc.factor)) < 0)
+            break;
+        if (in_episode > 0 && log_det(sc.factor, d, sc.logs) - log_det_tau > log_c) {
+            due = 1;
+            break;
+        }
+        const double *arms_t = tb.arms + t * K * d;
+        if ((failed = score(ACTION_UCB, n, kk, sc.factor, arms_t, theta, scale, NULL,
+                            sc.sample, sc.products, sc.w_obj, sc.scores)) < 0)
+            break;
+        npy_intp index = argmax(sc.scores, K);
+        double r = pull(&tb, t, index);
+        const double *x = arms_t + index * d;
+        dsyr("L", &n, &unit, x, &one, a, &n, 1);
+        dsyr("L", &n, &unit, x, &one, a_ep, &n, 1);
+        add_reward(b_ep, x, r, d);
+        in_episode++;
+    }
+    scratch_free(&sc);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("nnO", t, in_episode, due ? Py_True : Py_False);
+}
+
+/* ---- checks ----------------------------------------------------------------------------- */
+
+/*
+ * scores(action, factor, arms, theta, scale, normal) -> one round's scores, as the loops make
+ * them; log_det(factor) -> ln det A from its factor, as the loops compute it (for the tests
+ * that hold both to the Python policies' numbers).
+ */
+static PyObject *scores_of(PyObject *self, PyObject *args)
+{
+    PyObject *factor_obj, *arms_obj, *theta_obj, *normal_obj;
+    int action;
+    double scale;
+    if (!PyArg_ParseTuple(args, "iOOOdO:scores", &action, &factor_obj, &arms_obj, &theta_obj,
+                          &scale, &normal_obj)
+            || bound("scores") < 0)
+        return NULL;
+    if (action != ACTION_TS && action != ACTION_UCB) {
+        PyErr_Format(PyExc_ValueError, "action = %d is not allowed; must be 0 (TS) or 1 (UCB)",
+                     action);
+        return NULL;
+    }
+    if (!PyArray_Check(arms_obj) || PyArray_NDIM((PyArrayObject *)arms_obj) != 2
+            || PyArray_DIM((PyArrayObject *)arms_obj, 0) < 1
+            || PyArray_DIM((PyArrayObject *)arms_obj, 0) > K_LIMIT
+            || PyArray_DIM((PyArrayObject *)arms_obj, 1) < 1
+            || PyArray_DIM((PyArrayObject *)arms_obj, 1) > D_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "arms is not allowed; must be a (K, d) array with "
+                     "1 <= K <= %d and 1 <= d <= %d", K_LIMIT, D_LIMIT);
+        return NULL;
+    }
+    npy_intp K = PyArray_DIM((PyArrayObject *)arms_obj, 0);
+    npy_intp d = PyArray_DIM((PyArrayObject *)arms_obj, 1);
+    npy_intp kd[2] = {K, d}, vec[1] = {d};
+    const double *arms = doubles(arms_obj, "arms", 2, kd, 0);
+    const double *theta = arms ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
+    const double *factor = theta ? square(factor_obj, "factor", d, 0) : NULL;
+    const double *normal = NULL;
+    if (factor == NULL
+            || (action == ACTION_TS && (normal = doubles(normal_obj, "normal", 1, vec, 0))
+                == NULL))
+        return NULL;
+    Scratch sc;
+    if (scratch_for(d, K, action == ACTION_UCB, &sc) < 0)
+        return NULL;
+    PyObject *out = NULL;
+    if (score(action, (f_int)d, (f_int)K, factor, arms, theta, scale, normal, sc.sample,
+              sc.products, sc.w_obj, sc.scores) == 0
+            && (out = PyArray_ZEROS(1, &K, NPY_DOUBLE, 0)) != NULL)
+        memcpy(PyArray_DATA((PyArrayObject *)out), sc.scores, sizeof(double) * (size_t)K);
+    scratch_free(&sc);
+    return out;
+}
+
+static PyObject *log_det_of(PyObject *self, PyObject *args)
+{
+    PyObject *factor_obj;
+    if (!PyArg_ParseTuple(args, "O:log_det", &factor_obj) || bound("log_det") < 0)
+        return NULL;
+    if (!PyArray_Check(factor_obj) || PyArray_NDIM((PyArrayObject *)factor_obj) != 2
+            || PyArray_DIM((PyArrayObject *)factor_obj, 0) < 1
+            || PyArray_DIM((PyArrayObject *)factor_obj, 0) > D_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "factor is not allowed; must be d x d with 1 <= d <= %d",
+                     D_LIMIT);
+        return NULL;
+    }
+    npy_intp d = PyArray_DIM((PyArrayObject *)factor_obj, 0);
+    const double *factor = square(factor_obj, "factor", d, 0);
+    if (factor == NULL)
+        return NULL;
+    double *logs = malloc(sizeof(double) * (size_t)d);
+    if (logs == NULL)
+        return PyErr_NoMemory();
+    double value = log_det(factor, d, logs);
+    free(logs);
+    return PyFloat_FromDouble(value);
+}
+
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, error): the `_cpointer` capsules of "
-     "scipy's f2py routines and the exception a failed factorisation raises."},
-    {"scores", scores_of, METH_VARARGS,
-     "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "
-     "as `run` makes them."},
+     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, error): the `_cpointer` "
+     "capsules of scipy's f2py routines and the exception a failed factorisation raises."},
     {"run", run, METH_VARARGS,
      "run(a, b, theta, arms, rewards, regrets, regret_out, reward_out, t, stop, action, scale, "
      "normals, normal_index, mean_rule, s, include, batch_start, batch, horizon) -> "
-     "(t, normal_index, added, released): the rounds from t to stop or the next release."},
+     "(t, normal_index, added, released): ridge rounds from t to stop or the next release."},
+    {"run_switching", run_switching, METH_VARARGS,
+     "run_switching(a, s, theta, factor_tau, arms, rewards, regrets, regret_out, reward_out, "
+     "t, stop, scale, in_episode, growth_bound, mass, log_det_tau, log_c, lam) -> (t, "
+     "in_episode, growth_bound, mass, due): frozen rounds up to stop or the next switch."},
+    {"run_episodic", run_episodic, METH_VARARGS,
+     "run_episodic(a, a_episode, b_episode, theta, arms, rewards, regrets, regret_out, "
+     "reward_out, t, stop, scale, in_episode, log_det_tau, log_c) -> (t, in_episode, due): "
+     "zCDP-Episodic rounds up to stop or the next switch."},
+    {"scores", scores_of, METH_VARARGS,
+     "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "
+     "as the loops make them."},
+    {"log_det", log_det_of, METH_VARARGS,
+     "log_det(factor): ln det A from its lower Cholesky factor, as the loops compute it."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -7,9 +7,9 @@ Rules and ledgers: docs/ts.md, "zCDP-Episodic", "RarelySwitching-zCDP and AdaC-O
 
 Between switches the frozen policies skip the log-det test while a rigorous upper bound on
 ln det A_t − ln det A_τ (matrix determinant lemma, Σ ln(1 + ‖x_s‖²_{A_τ⁻¹}), less a margin far
-above the rounding of either side) is below ln(1 + C), and on a pre-drawn context table they
-score a block of rounds with one call; the switch times and actions are those of the round-by-
-round computation, bit for bit.
+above the rounding of either side) is below ln(1 + C); the switch times are those of testing
+every round, bit for bit. On pre-drawn tables all three play their rounds in compiled code
+(`ridge_rounds`) and make each switch here.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
-from dpbandits.contract import ProblemInfo
-from dpbandits.linalg import cho_solve, cholesky, lambda_min, log_det, widths
+from dpbandits.contract import OutcomeTables, ProblemInfo
+from dpbandits.linalg import cho_solve, cholesky, lambda_min, log_det
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
@@ -32,11 +32,11 @@ from dpbandits.policies.linear_core import (
     add_reward,
     ucb_index,
 )
+from dpbandits.policies.ridge_rounds import play_episodic, play_switching
 from dpbandits.privacy.zcdp import gaussian_sigma
 from dpbandits.scipy_kernels import blas
 
-_dsyr, _dtrsm, _dtrsv = blas.dsyr, blas.dtrsm, blas.dtrsv
-CHUNK_MIN, CHUNK_MAX = 8, 256  # rounds scored per call by a frozen policy on a table
+_dsyr, _dtrsv = blas.dsyr, blas.dtrsv
 
 
 class _EpisodeBase(ZCDPMixin, LinearPolicy):
@@ -78,6 +78,7 @@ class ZCDPEpisodic(_EpisodeBase):
     """
 
     name = "zCDP-Episodic"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters, ALPHA,
@@ -98,12 +99,27 @@ class ZCDPEpisodic(_EpisodeBase):
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         factor = self.factor()
+        self.switch_if_due(t, factor)
+        return ucb_index(arms, self.theta_tilde, factor, self.alpha)
+
+    def switch_if_due(self, t: int, factor: np.ndarray) -> bool:
+        """A new episode when ln det A_t − ln det A_τ > ln c (and the episode has data)."""
         if self.in_episode > 0:
             current = log_det(factor)
             if current - self.log_det_tau > self.log_c:
                 self.switch(t)
                 self.log_det_tau = current
-        return ucb_index(arms, self.theta_tilde, factor, self.alpha)
+                return True
+        return False
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Each episode's rounds by `play_episodic`, each switch here as in `choose`."""
+        t = 0
+        while t < self.horizon:
+            t, due = play_episodic(self, tables, t)
+            if due and not self.switch_if_due(t, self.factor()):
+                raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
+                                   "disagree")
 
     def episode_estimate(self) -> tuple[np.ndarray, float, float]:
         """(θ̂^(ℓ), Δ_θ, σ_θ), a function of (A^(ℓ), b^(ℓ)) alone, remembered by their bytes."""
@@ -174,10 +190,6 @@ class _SwitchingIncrement(_EpisodeBase):
         self.width_scale = self.alpha * self.confidence(0)
         self.growth_bound = 0.0  # ≥ ln det A_t − ln det A_τ (matrix determinant lemma)
         self.mass = 0.0  # Σ ‖x‖², so tr A = dλ + mass
-        self.table: np.ndarray | None = None
-        self.table_owner: np.ndarray | None = None
-        self.block: tuple[int, np.ndarray, np.ndarray, float, list[int]] | None = None
-        self.block_checked = False
 
     def confidence(self, n_tau: int) -> float:
         """Multiplier of ‖x‖_{A_τ⁻¹} (before α)."""
@@ -190,61 +202,29 @@ class _SwitchingIncrement(_EpisodeBase):
         return 1e-6 + 2.0**-40 * self.d**2 * (self.d + self.in_episode) * kappa
 
     def choose(self, t: int, arms: np.ndarray) -> int:
+        self.switch_if_due(t)
+        return ucb_index(arms, self.theta_tilde, self.factor_tau, self.width_scale)
+
+    def switch_if_due(self, t: int) -> bool:
+        """Switch when ln det A_t − ln det A_τ > ln(1 + C), tested only once the growth bound
+        is within the margin of ln(1 + C)."""
         if self.in_episode > 0 and self.growth_bound > self.log_c - self.margin():
             factor = self.factor()
             current = log_det(factor)
             if current - self.log_det_tau > self.log_c:
                 self.switch(t, factor)
                 self.log_det_tau = current
-        if self.table_owner is not None and arms.base is self.table_owner:
-            return self.table_choice(t)
-        return ucb_index(arms, self.theta_tilde, self.factor_tau, self.width_scale)
+                return True
+        return False
 
-    def prepare_table(self, table: np.ndarray) -> np.ndarray:
-        """Clip the table once and keep it: the runner's round t then gets its row t."""
-        prepared = super().prepare_table(table)
-        self.table = prepared
-        self.table_owner = prepared if prepared.base is None else prepared.base
-        self.block = None
-        return prepared
-
-    def table_choice(self, t: int) -> int:
-        """Round t's action from a block of table rounds scored at once with the frozen state."""
-        # Each round's triangular solve is the very call of `widths` (in place in a block
-        # array, so BLAS never sees a problem large enough to thread); the block's sums of
-        # squares, (rows @ θ̃) and elementwise steps give every row's numbers bit for bit as one
-        # round's calls do. The first block of a run is checked against the round-by-round
-        # computation and, should they differ, blocks are not used again.
-        block = self.block
-        if (block is not None and block[1] is self.theta_tilde and block[2] is self.factor_tau
-                and block[3] == self.width_scale and 0 <= t - block[0] < len(block[4])):
-            return block[4][t - block[0]]
-        table = self.table
-        if table is None:
-            raise RuntimeError("table_choice needs a prepared table")
-        size = min(CHUNK_MAX, max(CHUNK_MIN, t - self.tau), len(table) - t)
-        rows = table[t:t + size]
-        k = rows.shape[1]
-        solved = rows.reshape(-1, rows.shape[2]).T.copy(order="F")  # one column per arm
-        for start in range(0, solved.shape[1], k):
-            view = solved[:, start:start + k]
-            out = _dtrsm(1.0, self.factor_tau, view, 0, 1, 0, 0, 1)  # L_τ⁻¹ armsᵀ in place
-            if out is not view:
-                view[...] = out
-        block_widths = np.sqrt(np.einsum("ij,ij->j", solved, solved)).reshape(size, k)
-        scores = rows @ self.theta_tilde
-        scores += self.width_scale * block_widths
-        if not self.block_checked:
-            self.block_checked = True
-            single = np.array([row @ self.theta_tilde
-                               + self.width_scale * widths(self.factor_tau, row)
-                               for row in rows])
-            if single.tobytes() != scores.tobytes():
-                self.table_owner = None
-                return int(single[0].argmax())
-        choices: list[int] = scores.argmax(axis=1).tolist()
-        self.block = (t, self.theta_tilde, self.factor_tau, self.width_scale, choices)
-        return choices[0]
+    def play_table(self, tables: OutcomeTables) -> None:
+        """The frozen rounds by `play_switching`, each switch here as in `choose`."""
+        t = 0
+        while t < self.horizon:
+            t, due = play_switching(self, tables, t)
+            if due and not self.switch_if_due(t):
+                raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
+                                   "disagree")
 
     def switch(self, t: int, factor: np.ndarray) -> None:
         """b ← b + Σ_{episode} r x + N(0, σ²I); A_τ ← A_t; θ̃ = A_τ⁻¹b."""
@@ -265,7 +245,6 @@ class _SwitchingIncrement(_EpisodeBase):
         self.theta_tilde = cho_solve(factor, self.b)
         self.width_scale = self.alpha * self.confidence(t)
         self.growth_bound = 0.0
-        self.block = None
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)
@@ -285,6 +264,7 @@ class RarelySwitchingZCDP(_SwitchingIncrement):
     """RarelySwitching-zCDP: frozen score xᵀθ̃ + α‖x‖_{A_τ⁻¹}."""
 
     name = "RarelySwitching-zCDP"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
 
 
@@ -292,6 +272,7 @@ class AdaCOFULZCDP(_SwitchingIncrement):
     """AdaC-OFUL-zCDP: width α(β_OFUL + β_priv) at the last switch."""
 
     name = "AdaC-OFUL-zCDP"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     parameters: ClassVar[Declaration] = (
         *_SwitchingIncrement.parameters,

@@ -1,4 +1,4 @@
-"""Rounds of the ridge policies played by the compiled loop `_ridge` on pre-drawn tables.
+"""Rounds of the ridge policies played by the compiled loops of `_ridge` on pre-drawn tables.
 
 `_ridge` is bound here to the scipy LAPACK/BLAS routines that `dpbandits.linalg` and the
 policies call, so a round gives the Python round's bits (docs/architecture.md, "Table rounds").
@@ -15,6 +15,7 @@ from dpbandits.policies import _ridge
 from dpbandits.scipy_kernels import blas, lapack
 
 if TYPE_CHECKING:
+    from dpbandits.policies.episodic_zcdp import ZCDPEpisodic, _SwitchingIncrement
     from dpbandits.policies.linear_core import LinearPolicy
 
 TS, UCB = 0, 1  # argmax xᵀ(θ̂ + v·L⁻ᵀz), or argmax xᵀθ̂ + α‖x‖_{A⁻¹}
@@ -22,7 +23,7 @@ MEAN_EVERY_ROUND, MEAN_KEPT, MEAN_ONCE = 0, 1, 2  # θ̂ = A⁻¹b each round, a
 
 _ridge.bind(lapack.dpotrf._cpointer, lapack.dpotrs._cpointer, lapack.dtrtrs._cpointer,
             blas.dsyr._cpointer, blas.daxpy._cpointer, blas.dtrsm._cpointer,
-            np.linalg.LinAlgError)
+            blas.dtrsv._cpointer, np.linalg.LinAlgError)
 
 
 class Batch(NamedTuple):
@@ -59,3 +60,28 @@ def play_rounds(policy: LinearPolicy, tables: OutcomeTables, t: int, action: int
         policy.explore_normals.i = index
     policy.gram_updated(t_next - t)
     return Played(t_next, added, released)
+
+
+def play_switching(policy: _SwitchingIncrement, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+    """Rounds t, t + 1, … of a frozen switching policy up to its horizon or the round before
+    which its switch test must run: (that round, whether a switch is due there)."""
+    start = t
+    t, policy.in_episode, policy.growth_bound, policy.mass, due = _ridge.run_switching(
+        policy.A, policy.s, policy.theta_tilde, policy.factor_tau, tables.arms, tables.rewards,
+        tables.regrets, tables.regret, tables.reward, t, policy.horizon, policy.width_scale,
+        policy.in_episode, policy.growth_bound, policy.mass, policy.log_det_tau, policy.log_c,
+        policy.lam)
+    policy.gram_updated(t - start)
+    return t, due
+
+
+def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+    """Rounds t, t + 1, … of zCDP-Episodic up to its horizon or the round at which its episode
+    ends: (that round, whether a switch is due there)."""
+    start = t
+    t, policy.in_episode, due = _ridge.run_episodic(
+        policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables.arms, tables.rewards,
+        tables.regrets, tables.regret, tables.reward, t, policy.horizon, policy.alpha,
+        policy.in_episode, policy.log_det_tau, policy.log_c)
+    policy.gram_updated(t - start)
+    return t, due
