@@ -3,10 +3,12 @@
 # (dpbandits.run_log). With Snakemake's own handler they print as one line each.
 from snakemake.logging import logger
 
+from dpbandits.bytecode import precompile
 from dpbandits.run_log import plan_record, summary_record
 
 
 onstart:
+    precompile(Path(workflow.basedir) / "workflow" / "scripts")
     record = plan_record(
         workflow.dag.jobs,
         workflow.dag.needrun_jobs(),
