@@ -1,15 +1,18 @@
-"""Trials played in lockstep against one after another: the same bits, and the CPU of each.
+"""A shard's fast path against the plain round loop: the same bits, and the CPU of each.
 
-For every shard of the given experiments whose algorithm has a lockstep driver (cut to
-`--trials` trials), runs `run_shard` twice, each time in a fresh one-thread process with a cold
-disk cache of its own: once as the runner plays it (trials together) and once with the driver
-switched off (one trial after another); which goes first alternates from shard to shard. Checks
-that everything the shard stores except `wall_time` has the same digest, prints the CPU
-seconds of both and their ratio per shard and in total, writes `results/bench_lockstep.csv`,
-and exits with status 1 when any shard differs.
+Two fast paths (docs/architecture.md, "Runner"): `--path lockstep` plays a shard's trials
+together through the algorithm's `Lockstep` driver (against one trial after another);
+`--path tables` plays each trial's rounds in a policy's compiled `play_table` (against
+select → pull → update round by round). For every shard of the given experiments whose
+algorithm has that path (cut to `--trials` trials), runs `run_shard` twice, each time in a
+fresh one-thread process with a cold disk cache of its own: once as the runner plays it and
+once with the path switched off on the policy's class; which goes first alternates from shard
+to shard. Checks that everything the shard stores except `wall_time` has the same digest,
+prints the CPU seconds of both and their ratio per shard and in total, writes
+`results/bench_<path>.csv`, and exits with status 1 when any shard differs.
 
-    .venv/bin/python benchmarks/bench_lockstep.py [EXPERIMENT ...] [--trials 5]
-        [--algorithm SUBSTRING] [--config config/config.yaml]
+    .venv/bin/python benchmarks/bench_fast_paths.py [EXPERIMENT ...] [--path lockstep|tables]
+        [--trials 5] [--algorithm SUBSTRING] [--config config/config.yaml]
 """
 
 from __future__ import annotations
@@ -30,22 +33,26 @@ from machine import RESULTS, machine_line
 
 from dpbandits.config import experiment_shards, load_config
 from dpbandits.policies import get_policy_class
-from dpbandits.runner import lockstep_name
+from dpbandits.runner import lockstep_name, plays_tables
 
 REPO = Path(__file__).resolve().parents[1]
-GLM_EXPERIMENTS = ("glm_fig1_logistic", "glm_fig1_probit", "glm_table2", "glm_shuffle")
+PATHS = {  # the path, its default experiments, and the least number of trials it needs
+    "lockstep": (("glm_fig1_logistic", "glm_fig1_probit", "glm_table2", "glm_shuffle"), 2),
+    "tables": (("ts_synthetic", "ts_amplification", "ts_linear", "ts_robustness"), 1),
+}
 TIMED = """
 import json, sys, time
 sys.path.insert(0, sys.argv[3])
-from bench_lockstep import digest
+from bench_fast_paths import digest
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import get_policy_class
-from dpbandits.runner import lockstep_name
 from dpbandits.simulate import run_shard
 spec = json.loads(sys.argv[1])
 cls = get_policy_class(spec["policy"])
-if sys.argv[2] == "alone":
+if sys.argv[2] == "lockstep-off":
     cls.lockstep = ""
+elif sys.argv[2] == "tables-off":
+    cls.plays_tables = False
 start = time.process_time(); build_instance(dict(spec["instance"]))
 build = time.process_time() - start
 start = time.process_time(); data = run_shard(spec)
@@ -78,19 +85,27 @@ def digest(data: Any) -> str:
     return h.hexdigest()
 
 
-def lockstep_shards(config_path: Path, experiments: list[str], algorithm: str,
-                    trials: int) -> list[dict[str, Any]]:
-    """The shards (cut to `trials` trials, at least 2) whose algorithm has a lockstep driver."""
+def has_path(path: str, policy: str) -> bool:
+    """Whether the policy's class has this fast path."""
+    cls = get_policy_class(policy)
+    return bool(lockstep_name(cls)) if path == "lockstep" else plays_tables(cls)
+
+
+def fast_path_shards(config_path: Path, experiments: list[str], algorithm: str, trials: int,
+                     path: str = "lockstep") -> list[dict[str, Any]]:
+    """The shards (cut to `trials` trials, at least as many as the path needs) whose
+    algorithm has the path."""
     config = load_config(config_path)
+    least = PATHS[path][1]
     specs = []
     for name in experiments:
         if name not in config["experiments"]:
-            sys.exit(f"bench_lockstep: experiment = {name!r} is not allowed; allowed: "
+            sys.exit(f"bench_fast_paths: experiment = {name!r} is not allowed; allowed: "
                      + ", ".join(sorted(config["experiments"])))
         for shard in experiment_shards(name, config["experiments"][name]):
             spec = shard.spec
-            if (lockstep_name(get_policy_class(spec["policy"])) and algorithm in spec["algorithm"]
-                    and len(spec["trials"]) >= 2):
+            if (has_path(path, spec["policy"]) and algorithm in spec["algorithm"]
+                    and len(spec["trials"]) >= least):
                 specs.append({**spec, "trials": list(spec["trials"])[:trials]})
     return specs
 
@@ -104,43 +119,48 @@ def timed(spec: dict[str, Any], mode: str) -> dict[str, Any]:
                                str(Path(__file__).parent)],
                               env=env, capture_output=True, text=True, cwd=REPO)
     if proc.returncode:
-        sys.exit(f"bench_lockstep: {spec['algorithm']} failed:\n{proc.stderr[-2000:]}")
+        sys.exit(f"bench_fast_paths: {spec['algorithm']} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("experiments", nargs="*", default=list(GLM_EXPERIMENTS))
+    parser.add_argument("experiments", nargs="*")
+    parser.add_argument("--path", choices=sorted(PATHS), default="lockstep")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--algorithm", default="", help="only algorithm labels containing this")
     parser.add_argument("--config", type=Path, default=REPO / "config" / "config.yaml")
     args = parser.parse_args()
-    if args.trials < 2:
-        sys.exit(f"bench_lockstep: --trials = {args.trials} is not allowed; must be >= 2")
-    specs = lockstep_shards(args.config, args.experiments, args.algorithm, args.trials)
+    defaults, least = PATHS[args.path]
+    if args.trials < least:
+        sys.exit(f"bench_fast_paths: --trials = {args.trials} is not allowed with --path "
+                 f"{args.path}; must be >= {least}")
+    specs = fast_path_shards(args.config, args.experiments or list(defaults), args.algorithm,
+                             args.trials, args.path)
     if not specs:
-        sys.exit("bench_lockstep: no shard of these experiments has a lockstep driver")
+        sys.exit(f"bench_fast_paths: no shard of these experiments has the {args.path} path")
     print(machine_line())
     rows, differ = [], 0
+    on, off = args.path, f"{args.path}-off"
     for k, spec in enumerate(specs):
-        order = ("together", "alone") if k % 2 == 0 else ("alone", "together")
+        order = (on, off) if k % 2 == 0 else (off, on)
         runs = {mode: timed(spec, mode) for mode in order}
-        same = runs["together"]["digest"] == runs["alone"]["digest"]
+        same = runs[on]["digest"] == runs[off]["digest"]
         differ += not same
-        together, alone = runs["together"]["cpu"], runs["alone"]["cpu"]
+        fast, plain = runs[on]["cpu"], runs[off]["cpu"]
         rows.append({"experiment": spec["experiment"], "algorithm": spec["algorithm"],
                      "epsilon": spec["epsilon"], "instance": spec["instance_index"],
-                     "trials": len(spec["trials"]), "cpu_together": round(together, 3),
-                     "cpu_alone": round(alone, 3), "same_bits": same})
+                     "trials": len(spec["trials"]), "cpu_fast": round(fast, 3),
+                     "cpu_plain": round(plain, 3), "same_bits": same})
         print(f"{'same' if same else 'DIFFERENT'}  {spec['experiment']} {spec['algorithm']} "
-              f"eps={spec['epsilon']} inst={spec['instance_index']}: together {together:.2f} "
-              f"CPU-s, one after another {alone:.2f} CPU-s, ×{alone / together:.2f}", flush=True)
-    total_together = sum(r["cpu_together"] for r in rows)
-    total_alone = sum(r["cpu_alone"] for r in rows)
-    print(f"{len(rows)} shards, {differ} with different bits; together {total_together:.1f} "
-          f"CPU-s, one after another {total_alone:.1f} CPU-s, ×{total_alone / total_together:.2f}")
+              f"eps={spec['epsilon']} inst={spec['instance_index']}: {args.path} {fast:.2f} "
+              f"CPU-s, without {plain:.2f} CPU-s, ×{plain / fast:.2f}", flush=True)
+    total_fast = sum(r["cpu_fast"] for r in rows)
+    total_plain = sum(r["cpu_plain"] for r in rows)
+    print(f"{len(rows)} shards, {differ} with different bits; {args.path} {total_fast:.1f} "
+          f"CPU-s, without {total_plain:.1f} CPU-s, ×{total_plain / total_fast:.2f}")
     RESULTS.mkdir(exist_ok=True)
-    with open(RESULTS / "bench_lockstep.csv", "w", newline="") as handle:
+    with open(RESULTS / f"bench_{args.path}.csv", "w", newline="") as handle:
         handle.write(f"# {machine_line()}\n")
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
