@@ -53,19 +53,21 @@ class RunResult:
     events: dict[str, np.ndarray] = field(default_factory=dict)
     diagnostics: dict[str, float] = field(default_factory=dict)
     wall_time: float = 0.0
+    actions: np.ndarray | None = None  # the arm index of each round (round environments)
 
 
 @dataclass(frozen=True)
 class OutcomeTables:
     """A whole run of a round environment, pre-drawn: the arms as the policy acts on them
-    (T, K, d), every pull's reward and regret (T, K), and the per-round regret and reward the
-    run fills (T,); all float64, C-ordered."""
+    (T, K, d), every pull's reward and regret (T, K), all float64, and what the run fills: the
+    per-round regret and reward (float64) and arm index (int64), (T,) each; all C-ordered."""
 
     arms: np.ndarray
     rewards: np.ndarray
     regrets: np.ndarray
     regret: np.ndarray
     reward: np.ndarray
+    chosen: np.ndarray
 
 
 class RoundEnvironment:

@@ -47,9 +47,10 @@ def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[
     lockstep = driver.build(list(policies))
     if lockstep is None:
         return [_run_begun(policy, env) for policy, env in zip(policies, envs, strict=True)]
-    regret, reward = _lockstep_loop(lockstep, policies, envs)  # type: ignore[arg-type]
+    regret, reward, actions = _lockstep_loop(lockstep, policies, envs)  # type: ignore[arg-type]
     share = (time.perf_counter() - start) / len(policies)
-    return [_close(policy, env, regret[i], reward[i], {}, time.perf_counter() - share)
+    return [_close(policy, env, regret[i], reward[i], actions[i], {},
+                   time.perf_counter() - share)
             for i, (policy, env) in enumerate(zip(policies, envs, strict=True))]
 
 
@@ -59,20 +60,22 @@ def _run_begun(policy: Policy, env: Environment) -> RunResult:
     return _close(policy, env, *_play(policy, env), start)
 
 
-def _play(policy: Policy, env: Environment) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-    """The environment's loop: (per-round regret, per-round reward, extra diagnostics)."""
+def _play(policy: Policy, env: Environment
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, dict[str, float]]:
+    """The environment's loop: (per-round regret, per-round reward, per-round arm of a round
+    environment's loop or None, extra diagnostics)."""
     if isinstance(env, ReplayEnvironment):
         return _replay_loop(policy, env)
     if isinstance(policy, BatchedPolicy):
         if not isinstance(env, FixedActionEnvironment):
             raise ConfigError(f"{policy.name} plays whole batches and needs a fixed-action "
                               "environment (e.g. linear_sphere)")
-        return (*policy.play_batched(env), {})
+        return (*policy.play_batched(env), None, {})
     return (*_round_loop(policy, env), {})
 
 
 def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndarray,
-           extra: dict[str, float], start: float) -> RunResult:
+           actions: np.ndarray | None, extra: dict[str, float], start: float) -> RunResult:
     """finish → ledger check → diagnostics merged with the environment's references."""
     policy.finish()
     if policy.ledger is not None:
@@ -82,7 +85,7 @@ def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndar
     if isinstance(env, RoundEnvironment):
         diagnostics.update(env.reference_rewards(regret))
     diagnostics.update(extra)
-    return RunResult(regret, reward, policy.events(), diagnostics, wall)
+    return RunResult(regret, reward, policy.events(), diagnostics, wall, actions)
 
 
 def lockstep_name(cls: type[Policy]) -> str:
@@ -116,21 +119,24 @@ def _lockstep_driver(policies: Sequence[Policy], envs: Sequence[Environment]
 
 
 def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
-                   envs: Sequence[RoundEnvironment]) -> tuple[np.ndarray, np.ndarray]:
+                   envs: Sequence[RoundEnvironment]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """select → pull → update for every round, all trials at once (`run_trials`)."""
     horizon = envs[0].horizon
     regret = np.empty((len(envs), horizon))
     reward = np.empty((len(envs), horizon))
+    actions = np.empty((len(envs), horizon), dtype=np.int64)
     arms_at = _arm_source(policies[0], envs[0])
     pulls = [env.pull for env in envs]
     for t in range(horizon):
         arms = arms_at(t)
         chosen = lockstep.select(t, arms)
+        actions[:, t] = chosen
         for i, pull in enumerate(pulls):
             reward[i, t], regret[i, t] = pull(t, int(chosen[i]))
         lockstep.update(t, arms[chosen], reward[:, t])
     lockstep.close()
-    return regret, reward
+    return regret, reward, actions
 
 
 def _arm_source(policy: Policy, env: RoundEnvironment) -> Callable[[int], np.ndarray]:
@@ -150,13 +156,23 @@ def plays_tables(cls: type[Policy]) -> bool:
     return bool(vars(cls).get("plays_tables", False))
 
 
+def _defines(cls: type, name: str) -> type | None:
+    """The class of `cls`'s method resolution order whose body defines `name`."""
+    return next((base for base in cls.__mro__ if name in vars(base)), None)
+
+
 def outcome_tables(policy: Policy, env: RoundEnvironment) -> OutcomeTables | None:
     """The run as tables for `policy.play_table`: the environment's arm table prepared once
-    and its outcome tables, all covering the horizon; None where the environment has none."""
+    and its outcome tables, all covering the horizon; None where the environment has none,
+    or where `outcome_tables` comes from another class than `pull` (a subclass that pulls
+    otherwise and did not say what its outcomes are)."""
     horizon = env.horizon
     table = getattr(env, "contexts", None)
     tables_of = getattr(env, "outcome_tables", None)  # optional, as `contexts` is
-    outcomes = tables_of() if tables_of is not None else None
+    if tables_of is None or _defines(type(env), "outcome_tables") is not _defines(type(env),
+                                                                                  "pull"):
+        return None
+    outcomes = tables_of()
     if (outcomes is None or not isinstance(table, np.ndarray) or table.ndim != 3
             or len(table) < horizon):
         return None
@@ -169,26 +185,30 @@ def outcome_tables(policy: Policy, env: RoundEnvironment) -> OutcomeTables | Non
     if (rewards.shape != shape or regrets.shape != shape or arms.dtype != np.float64
             or not arms.flags.c_contiguous):
         return None
-    return OutcomeTables(arms, rewards, regrets, np.empty(horizon), np.empty(horizon))
+    # unplayed rounds would stay NaN and -1, never another run's values
+    return OutcomeTables(arms, rewards, regrets, np.full(horizon, np.nan),
+                         np.full(horizon, np.nan), np.full(horizon, -1, dtype=np.int64))
 
 
-def _round_loop(policy: Policy, env: RoundEnvironment) -> tuple[np.ndarray, np.ndarray]:
+def _round_loop(policy: Policy, env: RoundEnvironment
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """select → pull → update for every round t = 0 … T − 1 (`play_table` where the policy
-    and the environment allow)."""
+    and the environment allow): per-round regret, reward and arm."""
     if plays_tables(type(policy)):
         tables = outcome_tables(policy, env)
         if tables is not None:
             policy.play_table(tables)
-            return tables.regret, tables.reward
+            return tables.regret, tables.reward, tables.chosen
     return _select_update_loop(policy, env)
 
 
 def _select_update_loop(policy: Policy, env: RoundEnvironment
-                        ) -> tuple[np.ndarray, np.ndarray]:
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """select → pull → update, one round at a time."""
     horizon = env.horizon
     regret = np.empty(horizon)
     reward = np.empty(horizon)
+    actions = np.empty(horizon, dtype=np.int64)
     arms_at, select, update, pull = _arm_source(policy, env), policy.select, policy.update, env.pull
     for t in range(horizon):
         arms = arms_at(t)
@@ -196,12 +216,13 @@ def _select_update_loop(policy: Policy, env: RoundEnvironment
         r, reg = pull(t, index)
         regret[t] = reg
         reward[t] = r
+        actions[t] = index
         update(t, arms[index], r)
-    return regret, reward
+    return regret, reward, actions
 
 
 def _replay_loop(policy: Policy, env: ReplayEnvironment
-                 ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+                 ) -> tuple[np.ndarray, np.ndarray, None, dict[str, float]]:
     """Li et al. replay: select on every step, update only when the logged arm is picked,
     until `horizon` rounds are counted; pseudo-regret is 0, the metric is the CTR."""
     horizon = env.horizon
@@ -220,4 +241,4 @@ def _replay_loop(policy: Policy, env: ReplayEnvironment
         step += 1
     extra = {"replay_steps": float(step), "accept_rate": horizon / step,
              "ctr": float(reward.mean())}
-    return np.zeros(horizon), reward, extra
+    return np.zeros(horizon), reward, None, extra

@@ -222,7 +222,13 @@ def test_neighbour_environment_changes_only_user_t0() -> None:
         np.testing.assert_allclose(env.arms(t) / norms[:, None],
                                    plain.arms(t) / np.linalg.norm(plain.arms(t), axis=1)[:, None])
         np.testing.assert_array_equal(env.contexts[t], env.arms(t))
-    assert env.played == [(t, 1) for t in range(10)]
+    rewards, regrets = env.outcome_tables()
+    for t in range(10):
+        for i in range(rewards.shape[1]):
+            assert env.pull(t, i) == (rewards[t, i], regrets[t, i])
+    assert plain.outcome_tables()[0][4].tolist() != rewards[4].tolist()  # only t0 changed
+    np.testing.assert_array_equal(np.delete(plain.outcome_tables()[0], 4, axis=0),
+                                  np.delete(rewards, 4, axis=0))
 
 
 def test_glm_pair_environment_differs_only_in_user_zero() -> None:

@@ -3,17 +3,22 @@ bits as the select → pull → update loop, for every policy that plays tables.
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import numpy as np
 import pytest
 
 from dpbandits import runner
+from dpbandits.contract import OutcomeTables, ProblemInfo, RoundEnvironment
+from dpbandits.instances.glm import GLMEnvironment
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
-from dpbandits.policies import _ridge, get_policy_class, make_policy
+from dpbandits.policies import POLICIES, _ridge, get_policy_class, make_policy
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.scipy_kernels import blas, lapack
 
 CASES: list[tuple[str, dict[str, Any]]] = [
     ("LinTS", {}),
@@ -45,11 +50,51 @@ POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 6, "n_arms": 9, "K": 2, "seed": 8, "link": "linear"},
 ]
 GLM = {"generator": "glm_ball", "family": "logistic", "d": 4, "K": 6, "S": 2.0, "seed": 3}
+# linear rewards with noise: far outside [0, 1], so every clip of a reward is exercised
+GLM_NOISY = {"generator": "glm_ball", "family": "linear", "d": 4, "K": 6, "S": 2.0, "seed": 3,
+             "noise_sd": 3.0}
+CACHES = {"_factor", "_mean"}  # remembered per version of A: recomputed when asked
+
+
+def snapshot(value: Any, depth: int = 0) -> Any:
+    """A comparable image of a value: arrays by dtype, shape and bytes, floats by repr."""
+    if isinstance(value, np.ndarray):
+        return ("array", value.dtype.str, value.shape, value.tobytes())
+    if isinstance(value, float | np.generic):
+        return ("number", repr(value))
+    if value is None or isinstance(value, int | str | bool):
+        return value
+    if isinstance(value, np.random.Generator):
+        return ("generator", repr(value.bit_generator.state))
+    if isinstance(value, PrivacyLedger):
+        return ("ledger", value.to_json(), repr(value.spent()))
+    if isinstance(value, list | tuple):
+        return tuple(snapshot(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return tuple((repr(k), snapshot(v, depth + 1)) for k, v in value.items())
+    if depth < 2 and hasattr(value, "__dict__"):
+        return (type(value).__name__, snapshot(vars(value), depth + 1))
+    return ("object", type(value).__name__)
+
+
+def played(policy: Any, env: Any, tables: bool) -> dict[str, Any]:
+    """One begun run by the table rounds or by select → pull → update: everything it leaves,
+    every attribute of the policy included."""
+    if tables:
+        assert runner.outcome_tables(policy, env) is not None
+        regret, reward, actions = runner._round_loop(policy, env)
+    else:
+        regret, reward, actions = runner._select_update_loop(policy, env)
+    policy.finish()
+    state = {k: v for k, v in vars(policy).items() if k not in CACHES}
+    return {"regret": snapshot(regret), "reward": snapshot(reward), "actions": actions.tolist(),
+            "events": snapshot(policy.events()), "diagnostics": snapshot(policy.diagnostics()),
+            "state": snapshot(state)}
 
 
 def play(name: str, params: dict[str, Any], spec: dict[str, Any], trial: int, accounting: str,
          tables: bool) -> dict[str, Any]:
-    """One run by the table rounds or by select → pull → update: everything it leaves."""
+    """`played` on a fresh instance environment and policy."""
     instance = build_instance(spec)
     env = instance.environment(trial)
     if params.get("theta0") == "environment":
@@ -57,31 +102,13 @@ def play(name: str, params: dict[str, Any], spec: dict[str, Any], trial: int, ac
     policy = make_policy(name, instance.info, np.random.default_rng([trial, 17]), epsilon=0.8,
                          delta=1e-5, accounting=accounting, **params)
     policy.begin(env)
-    if tables:
-        assert runner.outcome_tables(policy, env) is not None
-        regret, reward = runner._round_loop(policy, env)
-    else:
-        regret, reward = runner._select_update_loop(policy, env)
-    policy.finish()
-    return {"regret": regret, "reward": reward, "A": policy.A, "b": policy.b,
-            "events": policy.events(), "diagnostics": policy.diagnostics(),
-            "ledger": policy.ledger.to_json() if policy.ledger is not None else None,
-            "spent": policy.ledger.spent() if policy.ledger is not None else None,
-            "normals": (policy.explore_normals.i, policy.explore_normals.table.copy()),
-            "noise_state": policy.noise_rng.bit_generator.state}
+    return played(policy, env, tables)
 
 
 def assert_same_bits(a: dict[str, Any], b: dict[str, Any]) -> None:
-    for key in ("regret", "reward", "A", "b"):
-        assert a[key].tobytes() == b[key].tobytes(), key
-    assert a["events"].keys() == b["events"].keys()
-    for key in a["events"]:
-        assert a["events"][key].tobytes() == b["events"][key].tobytes(), key
-    assert repr(a["diagnostics"]) == repr(b["diagnostics"])
-    assert repr(a["ledger"]) == repr(b["ledger"]) and repr(a["spent"]) == repr(b["spent"])
-    assert a["normals"][0] == b["normals"][0]
-    assert a["normals"][1].tobytes() == b["normals"][1].tobytes()
-    assert a["noise_state"] == b["noise_state"]
+    assert a.keys() == b.keys()
+    for key in a:
+        assert a[key] == b[key], key
 
 
 @pytest.mark.parametrize("spec", POOLS, ids=lambda s: f"d{s['d']}K{s['K']}")
@@ -93,6 +120,14 @@ def test_table_rounds_give_the_round_loops_bits(name: str, params: dict[str, Any
     for trial in (0, 1):
         assert_same_bits(play(name, params, spec, trial, accounting, tables=True),
                          play(name, params, spec, trial, accounting, tables=False))
+
+
+@pytest.mark.parametrize("name,params", CASES, ids=lambda c: str(c))
+def test_table_rounds_clip_rewards_outside_the_unit_interval(name: str,
+                                                              params: dict[str, Any]) -> None:
+    spec = {**GLM_NOISY, "horizon": 300}
+    assert_same_bits(play(name, params, spec, 2, "strict", tables=True),
+                     play(name, params, spec, 2, "strict", tables=False))
 
 
 @pytest.mark.parametrize("name,params", [CASES[0], CASES[2], CASES[4], CASES[11]],
@@ -108,15 +143,52 @@ def test_table_rounds_across_blocks_of_exploration_normals(name: str) -> None:
     """T > 10,000: the normals come in two blocks, the second drawn when the first runs out."""
     spec = {"generator": "logistic_pool", "d": 2, "n_arms": 4, "K": 3, "seed": 9,
             "horizon": 10_037}
-    a = play(name, {"B": 100} if name != "LinTS" else {}, spec, 0, "strict", tables=True)
-    b = play(name, {"B": 100} if name != "LinTS" else {}, spec, 0, "strict", tables=False)
-    assert a["normals"][0] == 37
-    assert_same_bits(a, b)
+    params = {"B": 100} if name != "LinTS" else {}
+    a = play(name, params, spec, 0, "strict", tables=True)
+    assert_same_bits(a, play(name, params, spec, 0, "strict", tables=False))
+
+
+class TableEnvironment(RoundEnvironment):
+    """A round environment straight from given tables."""
+
+    def __init__(self, contexts: np.ndarray, rewards: np.ndarray) -> None:
+        self.contexts, self.rewards = contexts, rewards
+        horizon, k, d = contexts.shape
+        self.info = ProblemInfo("linear", d, k, horizon, 1.0)
+
+    def arms(self, t: int) -> np.ndarray:
+        return self.contexts[t]
+
+    def pull(self, t: int, index: int) -> tuple[float, float]:
+        return float(self.rewards[t, index]), float(index)
+
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        regrets = np.broadcast_to(np.arange(self.info.K, dtype=float), self.rewards.shape)
+        return self.rewards, np.ascontiguousarray(regrets)
+
+
+@pytest.mark.parametrize("name,params", [CASES[0], CASES[2], CASES[4], CASES[11], CASES[14],
+                                         CASES[17]], ids=lambda c: str(c))
+def test_nan_scores_and_ties_pick_as_numpys_argmax(name: str, params: dict[str, Any]) -> None:
+    """A NaN feature makes its arm's score NaN, which numpy's argmax picks; equal arms tie, and
+    the lowest index wins."""
+    g = np.random.default_rng(4)
+    contexts = g.standard_normal((300, 4, 3)) / 3
+    contexts[::7, 2] = contexts[::7, 1]  # ties
+    contexts[150, 3, 0] = np.nan  # its score is NaN; picked, it makes A NaN from then on
+    rewards = (g.random((300, 4)) < 0.5).astype(float)
+    out = []
+    for tables in (True, False):
+        env = TableEnvironment(contexts, rewards)
+        policy = make_policy(name, env.info, np.random.default_rng(1), epsilon=0.8,
+                             delta=1e-5, accounting="paper", **params)
+        policy.begin(env)
+        out.append(played(policy, env, tables))
+    assert_same_bits(*out)
+    assert out[0]["actions"][150] == 3
 
 
 def test_every_policy_that_plays_tables_is_covered_here() -> None:
-    from dpbandits.policies import POLICIES
-
     playing = {name for name in POLICIES.names() if runner.plays_tables(get_policy_class(name))}
     assert playing == {name for name, _ in CASES}
 
@@ -139,6 +211,25 @@ def test_a_subclass_plays_round_by_round_unless_it_declares_tables() -> None:
     assert asked == list(range(50))
 
 
+def test_an_environment_that_pulls_otherwise_is_played_round_by_round() -> None:
+    """`outcome_tables` inherited by a subclass that overrides `pull` does not describe it."""
+
+    class Flipped(GLMEnvironment):
+        def pull(self, t: int, index: int) -> tuple[float, float]:
+            reward, regret = super().pull(t, index)
+            return 1.0 - reward, regret
+
+    instance = build_instance({**GLM, "horizon": 100})
+    env = instance.environment(0)
+    flipped = Flipped(instance, env.rewards)
+    policy = make_policy("LinUCB", instance.info, np.random.default_rng(0))
+    assert runner.outcome_tables(policy, env) is not None
+    assert runner.outcome_tables(policy, flipped) is None
+    policy.begin(flipped)
+    _, reward, actions = runner._round_loop(policy, flipped)
+    assert reward.tolist() == [1.0 - env.rewards[t, i] for t, i in enumerate(actions)]
+
+
 def test_the_round_loop_is_used_without_outcome_tables() -> None:
     """An environment without outcome tables is played round by round, with the same bits."""
     spec = {**POOLS[0], "horizon": 120}
@@ -148,8 +239,8 @@ def test_the_round_loop_is_used_without_outcome_tables() -> None:
     policy = make_policy("LinTS", instance.info, np.random.default_rng([0, 17]))
     policy.begin(env)
     assert runner.outcome_tables(policy, env) is None
-    regret, _ = runner._round_loop(policy, env)
-    assert regret.tobytes() == play("LinTS", {}, spec, 0, "strict", True)["regret"].tobytes()
+    regret, _, _ = runner._round_loop(policy, env)
+    assert snapshot(regret) == play("LinTS", {}, spec, 0, "strict", True)["regret"]
 
 
 def test_a_failed_factorisation_raises_numpys_error_in_both_loops() -> None:
@@ -162,6 +253,28 @@ def test_a_failed_factorisation_raises_numpys_error_in_both_loops() -> None:
         loop = runner._round_loop if tables else runner._select_update_loop
         with pytest.raises(np.linalg.LinAlgError, match=r"Cholesky failed \(info = 1\)"):
             loop(policy, env)
+
+
+def test_the_loops_hold_no_memory_after_they_return() -> None:
+    """Every array a round makes (einsum's squares) is released: memory stays flat."""
+    instance = build_instance({**POOLS[1], "horizon": 3000})
+    env = instance.environment(0)
+
+    def run() -> None:
+        policy = make_policy("AdaPrivate-UCB", instance.info, np.random.default_rng(0), B=3000,
+                             epsilon=1.0, delta=1e-5)
+        policy.begin(env)
+        runner._round_loop(policy, env)
+
+    run()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        run()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 100_000  # 3000 rounds' arrays of squares kept would be over 300 kB
 
 
 @pytest.mark.parametrize("d,K", [(20, 5), (7, 3), (1, 4), (33, 1), (5, 40)])
@@ -198,83 +311,107 @@ def test_log_det_is_the_python_policies_bits(d: int) -> None:
         assert repr(_ridge.log_det(factor)) == repr(log_det(factor))
 
 
-def _arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
-    return [np.asfortranarray(np.eye(d)), np.zeros(d), np.zeros(d), np.zeros((T, K, d)),
-            np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T), 0, T, UCB, 1.0,
-            None, 0, MEAN_EVERY_ROUND, None, None, 0, 0, T]
+def test_bind_takes_only_scipys_wrappers_of_the_named_routines() -> None:
+    routines = [lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs, blas.dsyr, blas.daxpy, blas.dtrsm,
+                blas.dtrsv]
+    swapped = [routines[3], *routines[1:3], routines[0], *routines[4:]]
+    with pytest.raises(TypeError, match="dpotrf is not allowed; must be scipy's f2py wrapper"):
+        _ridge.bind(*swapped, np.linalg.LinAlgError)
+    with pytest.raises(TypeError, match="dsyr is not allowed"):
+        _ridge.bind(*routines[:3], object(), *routines[4:], np.linalg.LinAlgError)
+    _ridge.bind(*routines, np.linalg.LinAlgError)  # the control: the right ones bind
 
 
-@pytest.mark.parametrize("position,value,message", [
-    (0, np.eye(3), "a is not allowed"),  # C order
-    (1, np.zeros(4), "b is not allowed"),
-    (3, np.zeros((4, 2, 3), dtype=np.float32), "arms is not allowed"),
-    (4, np.zeros((4, 3)), "rewards is not allowed"),
-    (6, np.empty(3), "regret_out is not allowed"),
-    (10, 2, "action = 2 is not allowed"),
-    (12, np.zeros((5, 2)), "normals is not allowed"),
-    (14, 3, "mean_rule = 3 is not allowed"),
-    (9, 5, r"rounds \[0, 5\) are not allowed"),
-])
-def test_run_refuses_bad_arguments_with_one_line(position: int, value: Any,
-                                                 message: str) -> None:
-    args = _arguments()
-    if position == 12:
-        args[10] = TS
-    args[position] = value
-    with pytest.raises((ValueError, TypeError), match=message) as caught:
-        _ridge.run(*args)
-    assert "\n" not in str(caught.value)
+def _tables(d: int = 3, K: int = 2, T: int = 4) -> OutcomeTables:
+    return OutcomeTables(np.zeros((T, K, d)), np.zeros((T, K)), np.zeros((T, K)), np.empty(T),
+                         np.empty(T), np.empty(T, dtype=np.int64))
 
 
-def test_run_with_good_arguments_plays_the_rounds() -> None:
-    """The control of the refusals above: the same arguments, unchanged, play all 4 rounds."""
-    assert _ridge.run(*_arguments())[0] == 4
+def _run_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
+    return [np.asfortranarray(np.eye(d)), np.zeros(d), np.zeros(d), _tables(d, K, T), 0, T, UCB,
+            1.0, None, 0, MEAN_EVERY_ROUND, None, None, 0, 0, T]
 
 
 def _switching_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
     eye = np.asfortranarray(np.eye(d))
-    return [eye.copy(order="F"), np.zeros(d), np.zeros(d), eye, np.zeros((T, K, d)),
-            np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T), 0, T, 1.0, 0, 0.0,
-            0.0, 0.0, 0.69, 1.0]
+    return [eye.copy(order="F"), np.zeros(d), np.zeros(d), eye, _tables(d, K, T), 0, T, 1.0, 0,
+            0.0, 0.0, 0.0, 0.69, 1.0]
 
 
 def _episodic_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
     eye = np.asfortranarray(np.eye(d))
     return [eye.copy(order="F"), eye.copy(order="F"), np.zeros(d), np.zeros(d),
-            np.zeros((T, K, d)), np.zeros((T, K)), np.zeros((T, K)), np.empty(T), np.empty(T),
-            0, T, 1.0, 0, 0.0, 0.69]
+            _tables(d, K, T), 0, T, 1.0, 0, 0.0, 0.69]
 
 
-@pytest.mark.parametrize("position,value,message", [
-    (3, np.eye(3), "factor_tau is not allowed"),  # C order
-    (1, np.zeros(2), "s is not allowed"),
-    (7, np.empty(5), "regret_out is not allowed"),
-    (10, 5, r"rounds \[0, 5\) are not allowed"),
-])
-def test_run_switching_refuses_bad_arguments_with_one_line(position: int, value: Any,
-                                                           message: str) -> None:
-    args = _switching_arguments()
+def _with_tables(**fields: Any) -> OutcomeTables:
+    return OutcomeTables(**{**vars(_tables()), **fields})
+
+
+BAD = {  # function: [(argument position, bad value, message)]
+    "run": [
+        (0, np.eye(3), "a is not allowed"),  # C order
+        (0, np.asfortranarray(np.eye(3)).astype(">f8"), "a is not allowed"),  # byte order
+        (1, np.zeros(4), "b is not allowed"),
+        (2, None, "theta"),
+        (3, _with_tables(arms=np.zeros((4, 2, 3), dtype=np.float32)), "arms is not allowed"),
+        (3, _with_tables(rewards=np.zeros((4, 3))), "rewards is not allowed"),
+        (3, _with_tables(regret=np.empty(3)), "regret is not allowed"),
+        (3, _with_tables(chosen=np.empty(4)), "chosen is not allowed"),
+        (6, 2, "action = 2 is not allowed"),
+        (10, 3, "mean_rule = 3 is not allowed"),
+        (14, -1, "batch = -1 is not allowed"),
+        (5, 5, r"rounds \[0, 5\) are not allowed"),
+    ],
+    "run_switching": [
+        (3, np.eye(3), "factor_tau is not allowed"),  # C order
+        (1, np.zeros(2), "s is not allowed"),
+        (4, _with_tables(reward=np.empty(5)), "reward is not allowed"),
+        (6, 5, r"rounds \[0, 5\) are not allowed"),
+    ],
+    "run_episodic": [
+        (1, np.eye(2, order="F"), "a_episode is not allowed"),
+        (2, np.zeros(4), "b_episode is not allowed"),
+        (4, _with_tables(arms=np.zeros((4, 2, 3), order="F")), "arms is not allowed"),
+    ],
+}
+ARGUMENTS = {"run": _run_arguments, "run_switching": _switching_arguments,
+             "run_episodic": _episodic_arguments}
+
+
+@pytest.mark.parametrize("function,position,value,message",
+                         [(f, *case) for f, cases in BAD.items() for case in cases])
+def test_the_loops_refuse_bad_arguments_with_one_line(function: str, position: int, value: Any,
+                                                      message: str) -> None:
+    args = ARGUMENTS[function]()
     args[position] = value
-    with pytest.raises(ValueError, match=message) as caught:
-        _ridge.run_switching(*args)
+    with pytest.raises((ValueError, TypeError), match=message) as caught:
+        getattr(_ridge, function)(*args)
     assert "\n" not in str(caught.value)
 
 
-@pytest.mark.parametrize("position,value,message", [
-    (1, np.eye(2, order="F"), "a_episode is not allowed"),
-    (2, np.zeros(4), "b_episode is not allowed"),
-    (4, np.zeros((4, 2, 3), order="F"), "arms is not allowed"),
+@pytest.mark.parametrize("function,first,second", [
+    ("run", 2, 1),  # θ̂ written over b
+    ("run", 1, "regret"),
+    ("run_switching", 1, 0),  # s inside A
+    ("run_episodic", 0, 1),
 ])
-def test_run_episodic_refuses_bad_arguments_with_one_line(position: int, value: Any,
-                                                          message: str) -> None:
-    args = _episodic_arguments()
-    args[position] = value
-    with pytest.raises(ValueError, match=message) as caught:
-        _ridge.run_episodic(*args)
-    assert "\n" not in str(caught.value)
+def test_the_loops_refuse_arrays_that_share_memory(function: str, first: int,
+                                                   second: int | str) -> None:
+    args = ARGUMENTS[function]()
+    if second == "regret":
+        args[first] = args[3].regret[:3]
+    elif function == "run_switching":
+        args[first] = args[second].reshape(-1, order="F")[:3]
+    else:
+        args[first] = args[second]
+    with pytest.raises(ValueError, match="not allowed to share memory"):
+        getattr(_ridge, function)(*args)
 
 
-def test_switching_and_episodic_runs_with_good_arguments_play_the_rounds() -> None:
-    """The controls of the refusals above: the unchanged arguments play all 4 rounds."""
-    assert _ridge.run_switching(*_switching_arguments())[0] == 4
-    assert _ridge.run_episodic(*_episodic_arguments())[0] == 4
+def test_the_loops_with_good_arguments_play_the_rounds() -> None:
+    """The control of the refusals above: the unchanged arguments play all 4 rounds."""
+    for function, arguments in ARGUMENTS.items():
+        args = arguments()
+        assert getattr(_ridge, function)(*args)[0] == 4
+        assert args[3 if function == "run" else 4].chosen.tolist() == [0, 0, 0, 0]

@@ -1,6 +1,8 @@
 # What the terminal shows: the plan when execution starts and a summary at the end, as log
 # records the `dpbandits` logger plugin (default profile) turns into progress lines and a table
 # (dpbandits.run_log). With Snakemake's own handler they print as one line each.
+from pathlib import Path
+
 from snakemake.logging import logger
 
 from dpbandits.bytecode import precompile

@@ -41,7 +41,7 @@ def _rescaled(arms: np.ndarray, norm: float) -> np.ndarray:
 
 
 class NeighbourEnvironment(RoundEnvironment):
-    """A trial's round environment with user t0's record replaced, recording played arms.
+    """A trial's round environment with user t0's record replaced.
 
     `arm_norm` rescales every arm offered at round t0 to that norm (directions kept);
     `reward` replaces the reward of round t0. Every other round is the base environment's,
@@ -58,7 +58,6 @@ class NeighbourEnvironment(RoundEnvironment):
         self.t0 = int(t0)
         self.reward = reward
         self.theta0 = base.theta0
-        self.played: list[tuple[int, int]] = []
         self.other_norm = other_norm
         self._arms_t0 = None if arm_norm is None else _rescaled(base.arms(self.t0), arm_norm)
         table = base.contexts
@@ -81,10 +80,22 @@ class NeighbourEnvironment(RoundEnvironment):
 
     def pull(self, t: int, index: int) -> tuple[float, float]:
         reward, regret = self.base.pull(t, index)
-        self.played.append((t, index))
         if t == self.t0 and self.reward is not None:
             reward = self.reward
         return reward, regret
+
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The base environment's outcome tables with round t0's reward replaced, as `pull`
+        gives them (so that audits play the policies' table rounds too)."""
+        tables_of = getattr(self.base, "outcome_tables", None)
+        outcomes = tables_of() if tables_of is not None else None
+        if outcomes is None:
+            return None
+        rewards, regrets = outcomes
+        if self.reward is not None:
+            rewards = np.array(rewards, dtype=float)
+            rewards[self.t0] = float(self.reward)
+        return rewards, regrets
 
     def reference_rewards(self, regret: np.ndarray) -> dict[str, float]:
         return self.base.reference_rewards(regret)
@@ -152,12 +163,9 @@ class ShiftedNormalStream:
 
 
 def _actions_of(env: Any, result: RunResult, t0: int) -> np.ndarray:
-    """Actions of rounds t0+1 … T−1, from the pulls or (batched) from the regret trace."""
-    horizon = env.horizon
-    if isinstance(env, NeighbourEnvironment):
-        picks = np.full(horizon, -1, dtype=np.int64)
-        for t, i in env.played:
-            picks[t] = i
+    """Actions of rounds t0+1 … T−1, from the run's record or (batched) from the regret trace."""
+    if result.actions is not None:
+        picks = np.asarray(result.actions)
     else:
         gaps = np.asarray(env.gaps)
         regret = np.asarray(result.regret)

@@ -26,6 +26,10 @@
 #include "numpy/arrayobject.h"
 #include "numpy/ufuncobject.h"
 
+#ifdef __FAST_MATH__
+#error "_ridge.c must be compiled without -ffast-math: its results are IEEE operations, bit for bit"
+#endif
+
 typedef int f_int; /* scipy's LP64 LAPACK/BLAS (`_flapack`, `_fblas`) */
 
 typedef void dpotrf_fn(const char *, const f_int *, double *, const f_int *, f_int *, size_t);
@@ -62,19 +66,64 @@ static Loop matmul_loop, log_loop, add_loop;
 
 enum { ACTION_TS = 0, ACTION_UCB = 1 };
 enum { MEAN_EVERY_ROUND = 0, MEAN_KEPT = 1, MEAN_ONCE = 2 };
-#define D_LIMIT 4096
-#define K_LIMIT (1 << 20)
+#define D_LIMIT (1 << 26)    /* d² doubles stay far below SIZE_MAX; LAPACK's int holds d */
+#define K_LIMIT 0x7fffffff   /* LAPACK's int holds K */
+#define SIGNAL_EVERY 4096    /* rounds between checks for Ctrl-C */
 
 /* ---- binding ---------------------------------------------------------------------------- */
 
-static void *pointer_of(PyObject *capsule, const char *name)
+/* The routine behind scipy's f2py wrapper `object` of BLAS/LAPACK routine `name`. */
+static void *pointer_of(PyObject *object, const char *name)
 {
-    if (!PyCapsule_CheckExact(capsule)) {
-        PyErr_Format(PyExc_TypeError, "%s is not allowed; must be the capsule of scipy's %s",
+    PyObject *label = PyObject_GetAttrString(object, "__name__");
+    const char *text = label != NULL && PyUnicode_Check(label) ? PyUnicode_AsUTF8(label) : NULL;
+    size_t n = text != NULL ? strlen(text) : 0, m = strlen(name);
+    int named = text != NULL && n >= m && strcmp(text + n - m, name) == 0
+                && (n == m || text[n - m - 1] == ' ');
+    Py_XDECREF(label);
+    PyObject *capsule = named ? PyObject_GetAttrString(object, "_cpointer") : NULL;
+    void *found = capsule != NULL && PyCapsule_CheckExact(capsule)
+                  ? PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule)) : NULL;
+    Py_XDECREF(capsule);
+    if (found == NULL) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s is not allowed; must be scipy's f2py wrapper of %s",
                      name, name);
-        return NULL;
     }
-    return PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
+    return found;
+}
+
+/* The bound routines on 2 × 2 problems with exact answers: a wrong routine or integer width
+ * fails here, at import, instead of giving other numbers. */
+static int self_check(void)
+{
+    f_int two = 2, one = 1, info = 0;
+    double unit = 1.0, scale = 2.0;
+    double factor[4] = {4.0, 2.0, 2.0, 5.0};                  /* A = [[4, 2], [2, 5]] */
+    dpotrf("L", &two, factor, &two, &info, 1);                /* L = [[2, 0], [1, 2]] */
+    int ok = info == 0 && factor[0] == 2.0 && factor[1] == 1.0 && factor[3] == 2.0;
+    double x[2] = {8.0, 12.0};                                /* A⁻¹(8, 12) = (1, 2) */
+    dpotrs("L", &two, &one, factor, &two, x, &two, &info, 1);
+    ok = ok && info == 0 && fabs(x[0] - 1.0) < 1e-12 && fabs(x[1] - 2.0) < 1e-12;
+    double y[2] = {4.0, 4.0};                                 /* L⁻ᵀ(4, 4) = (1, 2) */
+    dtrtrs("L", "T", "N", &two, &one, factor, &two, y, &two, &info, 1, 1, 1);
+    ok = ok && info == 0 && y[0] == 1.0 && y[1] == 2.0;
+    double z[2] = {4.0, 6.0};                                 /* L⁻¹(4, 6) = (2, 2) */
+    dtrsv("L", "N", "N", &two, factor, &two, z, &one, 1, 1, 1);
+    ok = ok && z[0] == 2.0 && z[1] == 2.0;
+    double w[2] = {4.0, 6.0};
+    dtrsm("L", "L", "N", "N", &two, &one, &unit, factor, &two, w, &two, 1, 1, 1, 1);
+    ok = ok && w[0] == 2.0 && w[1] == 2.0;
+    double gram[4] = {0.0, 0.0, 7.0, 0.0}, v[2] = {1.0, 2.0};
+    dsyr("L", &two, &unit, v, &one, gram, &two, 1);           /* lower of v vᵀ; upper kept */
+    ok = ok && gram[0] == 1.0 && gram[1] == 2.0 && gram[2] == 7.0 && gram[3] == 4.0;
+    double sum[2] = {1.0, 1.0};
+    daxpy(&two, &scale, v, &one, sum, &one);                  /* (1, 1) + 2(1, 2) */
+    ok = ok && sum[0] == 3.0 && sum[1] == 5.0;
+    if (!ok)
+        PyErr_SetString(PyExc_RuntimeError, "bind: the routines do not compute what scipy's "
+                        "dpotrf, dpotrs, dtrtrs, dtrsv, dtrsm, dsyr and daxpy compute");
+    return ok ? 0 : -1;
 }
 
 /* numpy ufunc `name`'s loop whose nin inputs and one output are all float64. */
@@ -113,15 +162,15 @@ static int find_loop(const char *name, int nin, Loop *loop)
 static PyObject *bind(PyObject *self, PyObject *args)
 {
     enum { N_ROUTINES = 7 };
-    PyObject *caps[N_ROUTINES], *error;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:bind", &caps[0], &caps[1], &caps[2], &caps[3],
-                          &caps[4], &caps[5], &caps[6], &error))
+    PyObject *wrappers[N_ROUTINES], *error;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:bind", &wrappers[0], &wrappers[1], &wrappers[2],
+                          &wrappers[3], &wrappers[4], &wrappers[5], &wrappers[6], &error))
         return NULL;
     const char *names[N_ROUTINES] = {"dpotrf", "dpotrs", "dtrtrs", "dsyr", "daxpy", "dtrsm",
                                      "dtrsv"};
     void *found[N_ROUTINES];
     for (int k = 0; k < N_ROUTINES; k++)
-        if ((found[k] = pointer_of(caps[k], names[k])) == NULL)
+        if ((found[k] = pointer_of(wrappers[k], names[k])) == NULL)
             return NULL;
     if (!PyType_Check(error) || !PyType_IsSubtype((PyTypeObject *)error,
                                                   (PyTypeObject *)PyExc_Exception)) {
@@ -138,6 +187,10 @@ static PyObject *bind(PyObject *self, PyObject *args)
     daxpy = (daxpy_fn *)found[4];
     dtrsm = (dtrsm_fn *)found[5];
     dtrsv = (dtrsv_fn *)found[6];
+    if (self_check() < 0) {
+        dpotrf = NULL; /* unbound again: every entry point refuses to run */
+        return NULL;
+    }
     Py_XSETREF(linalg_error, Py_NewRef(error));
     Py_RETURN_NONE;
 }
@@ -289,12 +342,12 @@ static double *doubles(PyObject *object, const char *name, int ndim, const npy_i
     PyArrayObject *array = (PyArrayObject *)object;
     int ok = PyArray_TYPE(array) == NPY_DOUBLE && PyArray_NDIM(array) == ndim
              && PyArray_IS_C_CONTIGUOUS(array) && PyArray_ISALIGNED(array)
-             && (!writable || PyArray_ISWRITEABLE(array));
+             && PyArray_ISNOTSWAPPED(array) && (!writable || PyArray_ISWRITEABLE(array));
     for (int k = 0; ok && k < ndim; k++)
         ok = shape[k] < 0 || PyArray_DIM(array, k) == shape[k];
     if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous%s float64 "
-                     "array of %d dimensions with the policy's sizes", name,
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous%s native "
+                     "float64 array of %d dimensions with the policy's sizes", name,
                      writable ? " writable" : "", ndim);
         return NULL;
     }
@@ -308,31 +361,49 @@ static double *square(PyObject *object, const char *name, npy_intp d, int writab
     if (!PyArray_Check(object) || PyArray_TYPE(array) != NPY_DOUBLE || PyArray_NDIM(array) != 2
             || PyArray_DIM(array, 0) != d || PyArray_DIM(array, 1) != d
             || !PyArray_IS_F_CONTIGUOUS(array) || !PyArray_ISALIGNED(array)
-            || (writable && !PyArray_ISWRITEABLE(array))) {
-        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a%s Fortran-ordered float64 "
-                     "d x d array", name, writable ? " writable" : "");
+            || !PyArray_ISNOTSWAPPED(array) || (writable && !PyArray_ISWRITEABLE(array))) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a%s Fortran-ordered native "
+                     "float64 d x d array", name, writable ? " writable" : "");
         return NULL;
     }
     return (double *)PyArray_DATA(array);
 }
 
-/* The run's tables and the rounds [t, stop) asked for. */
+/* A run's `OutcomeTables` (borrowed: the frozen object keeps its arrays) and the rounds
+ * [t, stop) asked for. */
 typedef struct {
     const double *arms, *rewards, *regrets;
     double *regret, *reward;
+    npy_int64 *chosen;
     npy_intp T, K, d;
+    PyArrayObject *arrays[6]; /* arms, rewards, regrets, regret, reward, chosen */
 } Tables;
 
-static int tables_from(PyObject *arms, PyObject *rewards, PyObject *regrets, PyObject *regret,
-                       PyObject *reward, Py_ssize_t t, Py_ssize_t stop, Tables *out)
+static PyArrayObject *field(PyObject *tables, const char *name)
 {
-    if (!PyArray_Check(arms) || PyArray_NDIM((PyArrayObject *)arms) != 3) {
+    PyObject *value = PyObject_GetAttrString(tables, name);
+    if (value == NULL)
+        return NULL;
+    Py_DECREF(value); /* the frozen tables object holds it */
+    if (!PyArray_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "tables.%s is not allowed; must be a numpy array", name);
+        return NULL;
+    }
+    return (PyArrayObject *)value;
+}
+
+static int tables_from(PyObject *tables, Py_ssize_t t, Py_ssize_t stop, Tables *out)
+{
+    const char *names[6] = {"arms", "rewards", "regrets", "regret", "reward", "chosen"};
+    for (int k = 0; k < 6; k++)
+        if ((out->arrays[k] = field(tables, names[k])) == NULL)
+            return -1;
+    PyArrayObject *arms = out->arrays[0];
+    if (PyArray_NDIM(arms) != 3) {
         PyErr_SetString(PyExc_ValueError, "arms is not allowed; must be a (T, K, d) array");
         return -1;
     }
-    npy_intp T = PyArray_DIM((PyArrayObject *)arms, 0);
-    npy_intp K = PyArray_DIM((PyArrayObject *)arms, 1);
-    npy_intp d = PyArray_DIM((PyArrayObject *)arms, 2);
+    npy_intp T = PyArray_DIM(arms, 0), K = PyArray_DIM(arms, 1), d = PyArray_DIM(arms, 2);
     if (K < 1 || d < 1 || d > D_LIMIT || K > K_LIMIT) {
         PyErr_Format(PyExc_ValueError, "arms of shape (%zd, %zd, %zd) is not allowed; must "
                      "have 1 <= K <= %d and 1 <= d <= %d", (Py_ssize_t)T, (Py_ssize_t)K,
@@ -341,12 +412,22 @@ static int tables_from(PyObject *arms, PyObject *rewards, PyObject *regrets, PyO
     }
     npy_intp tk[2] = {T, K}, tt[1] = {T}, txt[3] = {T, K, d};
     out->T = T, out->K = K, out->d = d;
-    if ((out->arms = doubles(arms, "arms", 3, txt, 0)) == NULL
-            || (out->rewards = doubles(rewards, "rewards", 2, tk, 0)) == NULL
-            || (out->regrets = doubles(regrets, "regrets", 2, tk, 0)) == NULL
-            || (out->regret = doubles(regret, "regret_out", 1, tt, 1)) == NULL
-            || (out->reward = doubles(reward, "reward_out", 1, tt, 1)) == NULL)
+    if ((out->arms = doubles((PyObject *)arms, "arms", 3, txt, 0)) == NULL
+            || (out->rewards = doubles((PyObject *)out->arrays[1], "rewards", 2, tk, 0)) == NULL
+            || (out->regrets = doubles((PyObject *)out->arrays[2], "regrets", 2, tk, 0)) == NULL
+            || (out->regret = doubles((PyObject *)out->arrays[3], "regret", 1, tt, 1)) == NULL
+            || (out->reward = doubles((PyObject *)out->arrays[4], "reward", 1, tt, 1)) == NULL)
         return -1;
+    PyArrayObject *chosen = out->arrays[5];
+    if (PyArray_TYPE(chosen) != NPY_INT64 || PyArray_NDIM(chosen) != 1
+            || PyArray_DIM(chosen, 0) != T || !PyArray_IS_C_CONTIGUOUS(chosen)
+            || !PyArray_ISALIGNED(chosen) || !PyArray_ISNOTSWAPPED(chosen)
+            || !PyArray_ISWRITEABLE(chosen)) {
+        PyErr_SetString(PyExc_ValueError, "chosen is not allowed; must be a writable native "
+                        "int64 vector of T values");
+        return -1;
+    }
+    out->chosen = (npy_int64 *)PyArray_DATA(chosen);
     if (t < 0 || t > stop || stop > T) {
         PyErr_Format(PyExc_ValueError, "rounds [%zd, %zd) are not allowed; must lie in [0, "
                      "%zd)", t, stop, (Py_ssize_t)T);
@@ -355,11 +436,53 @@ static int tables_from(PyObject *arms, PyObject *rewards, PyObject *regrets, PyO
     return 0;
 }
 
-/* Round t's pull of arm `index`: record regret and reward; the clipped reward (`clip_reward`:
- * min(max(r, 0), 1) as Python's max and min pick). */
+/* Arrays a call reads or writes must not share memory where one of them is written. */
+typedef struct {
+    const char *name;
+    PyObject *array; /* a numpy array, or NULL: not used */
+    int written;
+} Use;
+
+static int apart(const Use *uses, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (uses[i].array == NULL)
+            continue;
+        const char *a = PyArray_BYTES((PyArrayObject *)uses[i].array);
+        const char *a_end = a + PyArray_NBYTES((PyArrayObject *)uses[i].array);
+        for (int j = 0; j < i; j++) {
+            if (uses[j].array == NULL || !(uses[i].written || uses[j].written))
+                continue;
+            const char *b = PyArray_BYTES((PyArrayObject *)uses[j].array);
+            const char *b_end = b + PyArray_NBYTES((PyArrayObject *)uses[j].array);
+            if (a < b_end && b < a_end) {
+                PyErr_Format(PyExc_ValueError, "%s and %s are not allowed to share memory; "
+                             "must be separate arrays", uses[j].name, uses[i].name);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The tables' six arrays as uses, followed by a call's own. */
+static int apart_with(const Tables *tb, const Use *own, int n_own)
+{
+    Use uses[16];
+    const char *names[6] = {"arms", "rewards", "regrets", "regret", "reward", "chosen"};
+    for (int k = 0; k < 6; k++)
+        uses[k] = (Use){names[k], (PyObject *)tb->arrays[k], k >= 3};
+    for (int k = 0; k < n_own && k < 10; k++)
+        uses[6 + k] = own[k];
+    return apart(uses, 6 + (n_own < 10 ? n_own : 10));
+}
+
+/* Round t's pull of arm `index`: record the arm, its regret and reward; the clipped reward
+ * (`clip_reward`: min(max(r, 0), 1) as Python's max and min pick). */
 static double pull(const Tables *tables, npy_intp t, npy_intp index)
 {
     double r = tables->rewards[t * tables->K + index];
+    tables->chosen[t] = index;
     tables->regret[t] = tables->regrets[t * tables->K + index];
     tables->reward[t] = r;
     double clipped = 0.0 > r ? 0.0 : r;
@@ -401,24 +524,27 @@ static void scratch_free(Scratch *s)
 /* ---- the loops -------------------------------------------------------------------------- */
 
 /*
- * run(a, b, theta, arms, rewards, regrets, regret_out, reward_out, t, stop, action, scale,
- *     normals, normal_index, mean_rule, s, include, batch_start, batch, horizon)
+ * run(a, b, theta, tables, t, stop, action, scale, normals, normal_index, mean_rule, s,
+ *     include, batch_start, batch, horizon)
  * → (next t, next normal index, rewards added to s, released)
  */
 static PyObject *run(PyObject *self, PyObject *args)
 {
-    PyObject *a_obj, *b_obj, *theta_obj, *arms_obj, *rewards_obj, *regrets_obj;
-    PyObject *regret_obj, *reward_obj, *normals_obj, *s_obj, *include_obj;
+    PyObject *a_obj, *b_obj, *theta_obj, *tables_obj, *normals_obj, *s_obj, *include_obj;
     Py_ssize_t t, stop, normal_index, batch_start, batch, horizon;
     int action, mean_rule;
     double scale;
     Tables tb;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOnnidOniOOnnn:run", &a_obj, &b_obj, &theta_obj,
-                          &arms_obj, &rewards_obj, &regrets_obj, &regret_obj, &reward_obj,
-                          &t, &stop, &action, &scale, &normals_obj, &normal_index, &mean_rule,
-                          &s_obj, &include_obj, &batch_start, &batch, &horizon)
+    if (!PyArg_ParseTuple(args, "OOOOnnidOniOOnnn:run", &a_obj, &b_obj, &theta_obj,
+                          &tables_obj, &t, &stop, &action, &scale, &normals_obj, &normal_index,
+                          &mean_rule, &s_obj, &include_obj, &batch_start, &batch, &horizon)
             || bound("run") < 0)
         return NULL;
+    if (batch < 0) {
+        PyErr_Format(PyExc_ValueError, "batch = %zd is not allowed; must be 0 (none) or B >= 1",
+                     batch);
+        return NULL;
+    }
     if (action != ACTION_TS && action != ACTION_UCB) {
         PyErr_Format(PyExc_ValueError, "action = %d is not allowed; must be 0 (TS) or 1 (UCB)",
                      action);
@@ -429,8 +555,7 @@ static PyObject *run(PyObject *self, PyObject *args)
                      mean_rule);
         return NULL;
     }
-    if (tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
-                    &tb) < 0)
+    if (tables_from(tables_obj, t, stop, &tb) < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, vec[1] = {d};
     double *a = square(a_obj, "a", d, 1);
@@ -479,14 +604,20 @@ static PyObject *run(PyObject *self, PyObject *args)
         }
     }
 
+    Use own[6] = {{"a", a_obj, 1}, {"b", b_obj, 1}, {"theta", theta_obj, 1},
+                  {"normals", normals != NULL ? normals_obj : NULL, 0},
+                  {"s", s != NULL ? s_obj : NULL, 1},
+                  {"include", include != NULL ? include_obj : NULL, 0}};
     Scratch sc;
-    if (scratch_for(d, K, action == ACTION_UCB, &sc) < 0)
+    if (apart_with(&tb, own, 6) < 0 || scratch_for(d, K, action == ACTION_UCB, &sc) < 0)
         return NULL;
     f_int n = (f_int)d, one = 1, kk = (f_int)K, info = 0;
     double unit = 1.0;
     Py_ssize_t added = 0;
     int released = 0, failed = 0;
     for (; t < stop; t++) {
+        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+            break;
         if (action == ACTION_TS && normal_index >= n_normals)
             break;
         const double *arms_t = tb.arms + t * K * d;
@@ -533,8 +664,8 @@ static PyObject *run(PyObject *self, PyObject *args)
 }
 
 /*
- * run_switching(a, s, theta, factor_tau, arms, rewards, regrets, regret_out, reward_out, t,
- *               stop, scale, in_episode, growth_bound, mass, log_det_tau, log_c, lam)
+ * run_switching(a, s, theta, factor_tau, tables, t, stop, scale, in_episode, growth_bound,
+ *               mass, log_det_tau, log_c, lam)
  * → (next t, in_episode, growth_bound, mass, switch due at next t)
  *
  * A round of RarelySwitching-zCDP / AdaC-OFUL-zCDP (`_SwitchingIncrement.choose`, `observe`):
@@ -543,18 +674,14 @@ static PyObject *run(PyObject *self, PyObject *args)
  */
 static PyObject *run_switching(PyObject *self, PyObject *args)
 {
-    PyObject *a_obj, *s_obj, *theta_obj, *tau_obj, *arms_obj, *rewards_obj, *regrets_obj;
-    PyObject *regret_obj, *reward_obj;
+    PyObject *a_obj, *s_obj, *theta_obj, *tau_obj, *tables_obj;
     Py_ssize_t t, stop, in_episode;
     double scale, growth_bound, mass, log_det_tau, log_c, lam;
     Tables tb;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOnndnddddd:run_switching", &a_obj, &s_obj,
-                          &theta_obj, &tau_obj, &arms_obj, &rewards_obj, &regrets_obj,
-                          &regret_obj, &reward_obj, &t, &stop, &scale, &in_episode,
+    if (!PyArg_ParseTuple(args, "OOOOOnndnddddd:run_switching", &a_obj, &s_obj, &theta_obj,
+                          &tau_obj, &tables_obj, &t, &stop, &scale, &in_episode,
                           &growth_bound, &mass, &log_det_tau, &log_c, &lam)
-            || bound("run_switching") < 0
-            || tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
-                           &tb) < 0)
+            || bound("run_switching") < 0 || tables_from(tables_obj, t, stop, &tb) < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, vec[1] = {d};
     double *a = square(a_obj, "a", d, 1);
@@ -563,15 +690,19 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
     const double *theta = s ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
     if (theta == NULL)
         return NULL;
+    Use own[4] = {{"a", a_obj, 1}, {"s", s_obj, 1}, {"theta", theta_obj, 0},
+                  {"factor_tau", tau_obj, 0}};
     Scratch sc;
-    if (scratch_for(d, K, 1, &sc) < 0)
+    if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
         return NULL;
     f_int n = (f_int)d, one = 1, kk = (f_int)K;
     double unit = 1.0;
     /* `margin()`'s constant factors, in its order: 2^-40·d², then ·(d + n)·κ */
-    double tiny = ldexp(1.0, -40) * (double)(d * d);
+    double tiny = ldexp(1.0, -40) * (double)d * (double)d;
     int due = 0, failed = 0;
     for (; t < stop; t++) {
+        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+            break;
         if (in_episode > 0) {
             double kappa = ((double)d * lam + mass) / lam;
             double margin = 1e-6 + tiny * (double)(d + in_episode) * kappa;
@@ -606,8 +737,8 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
 }
 
 /*
- * run_episodic(a, a_episode, b_episode, theta, arms, rewards, regrets, regret_out, reward_out,
- *              t, stop, scale, in_episode, log_det_tau, log_c)
+ * run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode,
+ *              log_det_tau, log_c)
  * → (next t, in_episode, switch due at next t)
  *
  * A round of zCDP-Episodic (`ZCDPEpisodic.choose`, `observe`): with data in the episode,
@@ -615,17 +746,14 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
  */
 static PyObject *run_episodic(PyObject *self, PyObject *args)
 {
-    PyObject *a_obj, *a_ep_obj, *b_ep_obj, *theta_obj, *arms_obj, *rewards_obj, *regrets_obj;
-    PyObject *regret_obj, *reward_obj;
+    PyObject *a_obj, *a_ep_obj, *b_ep_obj, *theta_obj, *tables_obj;
     Py_ssize_t t, stop, in_episode;
     double scale, log_det_tau, log_c;
     Tables tb;
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOnndndd:run_episodic", &a_obj, &a_ep_obj, &b_ep_obj,
-                          &theta_obj, &arms_obj, &rewards_obj, &regrets_obj, &regret_obj,
-                          &reward_obj, &t, &stop, &scale, &in_episode, &log_det_tau, &log_c)
-            || bound("run_episodic") < 0
-            || tables_from(arms_obj, rewards_obj, regrets_obj, regret_obj, reward_obj, t, stop,
-                           &tb) < 0)
+    if (!PyArg_ParseTuple(args, "OOOOOnndndd:run_episodic", &a_obj, &a_ep_obj, &b_ep_obj,
+                          &theta_obj, &tables_obj, &t, &stop, &scale, &in_episode,
+                          &log_det_tau, &log_c)
+            || bound("run_episodic") < 0 || tables_from(tables_obj, t, stop, &tb) < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, vec[1] = {d};
     double *a = square(a_obj, "a", d, 1);
@@ -634,13 +762,17 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
     const double *theta = b_ep ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
     if (theta == NULL)
         return NULL;
+    Use own[4] = {{"a", a_obj, 1}, {"a_episode", a_ep_obj, 1}, {"b_episode", b_ep_obj, 1},
+                  {"theta", theta_obj, 0}};
     Scratch sc;
-    if (scratch_for(d, K, 1, &sc) < 0)
+    if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
         return NULL;
     f_int n = (f_int)d, one = 1, kk = (f_int)K;
     double unit = 1.0;
     int due = 0, failed = 0;
     for (; t < stop; t++) {
+        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+            break;
         if ((failed = factorise(a, n, sc.factor)) < 0)
             break;
         if (in_episode > 0 && log_det(sc.factor, d, sc.logs) - log_det_tau > log_c) {
@@ -744,19 +876,20 @@ static PyObject *log_det_of(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, error): the `_cpointer` "
-     "capsules of scipy's f2py routines and the exception a failed factorisation raises."},
+     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, error): scipy's f2py wrappers "
+     "of these routines (their `_cpointer` is called) and the exception a failed "
+     "factorisation raises; checked on 2 x 2 problems."},
     {"run", run, METH_VARARGS,
-     "run(a, b, theta, arms, rewards, regrets, regret_out, reward_out, t, stop, action, scale, "
-     "normals, normal_index, mean_rule, s, include, batch_start, batch, horizon) -> "
+     "run(a, b, theta, tables, t, stop, action, scale, normals, normal_index, mean_rule, s, "
+     "include, batch_start, batch, horizon) -> "
      "(t, normal_index, added, released): ridge rounds from t to stop or the next release."},
     {"run_switching", run_switching, METH_VARARGS,
-     "run_switching(a, s, theta, factor_tau, arms, rewards, regrets, regret_out, reward_out, "
-     "t, stop, scale, in_episode, growth_bound, mass, log_det_tau, log_c, lam) -> (t, "
+     "run_switching(a, s, theta, factor_tau, tables, t, stop, scale, in_episode, "
+     "growth_bound, mass, log_det_tau, log_c, lam) -> (t, "
      "in_episode, growth_bound, mass, due): frozen rounds up to stop or the next switch."},
     {"run_episodic", run_episodic, METH_VARARGS,
-     "run_episodic(a, a_episode, b_episode, theta, arms, rewards, regrets, regret_out, "
-     "reward_out, t, stop, scale, in_episode, log_det_tau, log_c) -> (t, in_episode, due): "
+     "run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode, "
+     "log_det_tau, log_c) -> (t, in_episode, due): "
      "zCDP-Episodic rounds up to stop or the next switch."},
     {"scores", scores_of, METH_VARARGS,
      "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "

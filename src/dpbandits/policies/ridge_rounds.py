@@ -21,9 +21,8 @@ if TYPE_CHECKING:
 TS, UCB = 0, 1  # argmax xᵀ(θ̂ + v·L⁻ᵀz), or argmax xᵀθ̂ + α‖x‖_{A⁻¹}
 MEAN_EVERY_ROUND, MEAN_KEPT, MEAN_ONCE = 0, 1, 2  # θ̂ = A⁻¹b each round, as given, or once
 
-_ridge.bind(lapack.dpotrf._cpointer, lapack.dpotrs._cpointer, lapack.dtrtrs._cpointer,
-            blas.dsyr._cpointer, blas.daxpy._cpointer, blas.dtrsm._cpointer,
-            blas.dtrsv._cpointer, np.linalg.LinAlgError)
+_ridge.bind(lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs, blas.dsyr, blas.daxpy, blas.dtrsm,
+            blas.dtrsv, np.linalg.LinAlgError)
 
 
 class Batch(NamedTuple):
@@ -53,9 +52,8 @@ def play_rounds(policy: LinearPolicy, tables: OutcomeTables, t: int, action: int
     normals, index = policy.explore_normals.remaining() if action == TS else (None, 0)
     s, include, start, length = batch if batch is not None else (None, None, 0, 0)
     t_next, index, added, released = _ridge.run(
-        policy.A, policy.b, theta, tables.arms, tables.rewards, tables.regrets, tables.regret,
-        tables.reward, t, policy.horizon, action, float(scale), normals, index, mean_rule, s,
-        include, start, length, policy.horizon)
+        policy.A, policy.b, theta, tables, t, policy.horizon, action, float(scale), normals,
+        index, mean_rule, s, include, start, length, policy.horizon)
     if action == TS:
         policy.explore_normals.i = index
     policy.gram_updated(t_next - t)
@@ -67,10 +65,9 @@ def play_switching(policy: _SwitchingIncrement, tables: OutcomeTables, t: int) -
     which its switch test must run: (that round, whether a switch is due there)."""
     start = t
     t, policy.in_episode, policy.growth_bound, policy.mass, due = _ridge.run_switching(
-        policy.A, policy.s, policy.theta_tilde, policy.factor_tau, tables.arms, tables.rewards,
-        tables.regrets, tables.regret, tables.reward, t, policy.horizon, policy.width_scale,
-        policy.in_episode, policy.growth_bound, policy.mass, policy.log_det_tau, policy.log_c,
-        policy.lam)
+        policy.A, policy.s, policy.theta_tilde, policy.factor_tau, tables, t, policy.horizon,
+        policy.width_scale, policy.in_episode, policy.growth_bound, policy.mass,
+        policy.log_det_tau, policy.log_c, policy.lam)
     policy.gram_updated(t - start)
     return t, due
 
@@ -80,8 +77,7 @@ def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[
     ends: (that round, whether a switch is due there)."""
     start = t
     t, policy.in_episode, due = _ridge.run_episodic(
-        policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables.arms, tables.rewards,
-        tables.regrets, tables.regret, tables.reward, t, policy.horizon, policy.alpha,
-        policy.in_episode, policy.log_det_tau, policy.log_c)
+        policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables, t, policy.horizon,
+        policy.alpha, policy.in_episode, policy.log_det_tau, policy.log_c)
     policy.gram_updated(t - start)
     return t, due

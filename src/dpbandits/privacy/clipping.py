@@ -10,7 +10,7 @@ def clip_arms(arms: np.ndarray) -> np.ndarray:
     """x ← x / max(1, ‖x‖) row-wise: every feature vector in the unit ball."""
     arms = np.asarray(arms, dtype=float)
     norms = np.sqrt(np.einsum("ij,ij->i", arms, arms))
-    if norms.max(initial=0.0) > 1.0:
+    if (norms > 1.0).any():  # not norms.max(): one NaN row would leave every other unclipped
         arms = arms / np.maximum(norms, 1.0)[:, None]
     return arms
 
@@ -19,7 +19,7 @@ def clip_table(table: np.ndarray) -> np.ndarray:
     """clip_arms applied to every round of a (T, K, d) table at once."""
     table = np.asarray(table, dtype=float)
     norms = np.sqrt(np.einsum("tkj,tkj->tk", table, table))
-    if norms.max(initial=0.0) > 1.0:
+    if (norms > 1.0).any():
         table = table / np.maximum(norms, 1.0)[:, :, None]
     return table
 
