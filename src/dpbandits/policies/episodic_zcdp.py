@@ -62,6 +62,24 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
     def episode_setup(self) -> None:
         """Subclass state at the start of a run."""
 
+    def switch_if_due(self, t: int) -> bool:
+        """Round t's switch test of `choose`, and the switch if it passes."""
+        raise NotImplementedError
+
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+        """Rounds t, t + 1, … in compiled code (`ridge_rounds`) up to the horizon or the round
+        before which a switch is due: (that round, whether a switch is due)."""
+        raise NotImplementedError
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """The rounds between switches by `compiled_rounds`, each switch here as in `choose`."""
+        t = 0
+        while t < self.horizon:
+            t, due = self.compiled_rounds(tables, t)
+            if due and not self.switch_if_due(t):
+                raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
+                                   "disagree")
+
     def events(self) -> dict[str, np.ndarray]:
         return {"switch": np.asarray(self.switches, dtype=np.int64),
                 "release_rewards": np.asarray(self.release_rewards, dtype=np.int64)}
@@ -98,28 +116,21 @@ class ZCDPEpisodic(_EpisodeBase):
         self.episode_memo: dict[bytes, tuple[np.ndarray, float, float]] = {}
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = self.factor()
-        self.switch_if_due(t, factor)
-        return ucb_index(arms, self.theta_tilde, factor, self.alpha)
+        self.switch_if_due(t)
+        return ucb_index(arms, self.theta_tilde, self.factor(), self.alpha)
 
-    def switch_if_due(self, t: int, factor: np.ndarray) -> bool:
+    def switch_if_due(self, t: int) -> bool:
         """A new episode when ln det A_t − ln det A_τ > ln c (and the episode has data)."""
         if self.in_episode > 0:
-            current = log_det(factor)
+            current = log_det(self.factor())
             if current - self.log_det_tau > self.log_c:
                 self.switch(t)
                 self.log_det_tau = current
                 return True
         return False
 
-    def play_table(self, tables: OutcomeTables) -> None:
-        """Each episode's rounds by `play_episodic`, each switch here as in `choose`."""
-        t = 0
-        while t < self.horizon:
-            t, due = play_episodic(self, tables, t)
-            if due and not self.switch_if_due(t, self.factor()):
-                raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
-                                   "disagree")
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+        return play_episodic(self, tables, t)
 
     def episode_estimate(self) -> tuple[np.ndarray, float, float]:
         """(θ̂^(ℓ), Δ_θ, σ_θ), a function of (A^(ℓ), b^(ℓ)) alone, remembered by their bytes."""
@@ -217,14 +228,8 @@ class _SwitchingIncrement(_EpisodeBase):
                 return True
         return False
 
-    def play_table(self, tables: OutcomeTables) -> None:
-        """The frozen rounds by `play_switching`, each switch here as in `choose`."""
-        t = 0
-        while t < self.horizon:
-            t, due = play_switching(self, tables, t)
-            if due and not self.switch_if_due(t):
-                raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
-                                   "disagree")
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+        return play_switching(self, tables, t)
 
     def switch(self, t: int, factor: np.ndarray) -> None:
         """b ← b + Σ_{episode} r x + N(0, σ²I); A_τ ← A_t; θ̃ = A_τ⁻¹b."""
