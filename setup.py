@@ -19,12 +19,14 @@ setup(
         Extension(
             "dpbandits.privacy._wbk",
             sources=["src/dpbandits/privacy/_wbk.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),
         Extension(
             "dpbandits.policies._ridge",
             sources=["src/dpbandits/policies/_ridge.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

@@ -57,10 +57,7 @@ static dtrsm_fn *dtrsm;
 static dtrsv_fn *dtrsv;
 static PyObject *linalg_error;
 
-typedef struct {
-    PyUFuncGenericFunction function;
-    void *data;
-} Loop;
+#include "../numpy_loops.h"
 
 static Loop matmul_loop, log_loop, add_loop;
 
@@ -126,39 +123,6 @@ static int self_check(void)
     return ok ? 0 : -1;
 }
 
-/* numpy ufunc `name`'s loop whose nin inputs and one output are all float64. */
-static int find_loop(const char *name, int nin, Loop *loop)
-{
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    if (numpy == NULL)
-        return -1;
-    PyObject *object = PyObject_GetAttrString(numpy, name);
-    Py_DECREF(numpy);
-    if (object == NULL)
-        return -1;
-    if (!PyObject_TypeCheck(object, &PyUFunc_Type)) {
-        Py_DECREF(object);
-        PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
-        return -1;
-    }
-    PyUFuncObject *ufunc = (PyUFuncObject *)object;
-    for (int k = 0; ufunc->nin == nin && ufunc->nout == 1 && k < ufunc->ntypes; k++) {
-        const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
-        int all_double = 1;
-        for (int j = 0; j <= nin; j++)
-            all_double = all_double && types[j] == NPY_DOUBLE;
-        if (all_double && ufunc->functions[k] != NULL) {
-            loop->function = ufunc->functions[k];
-            loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
-            Py_DECREF(object);
-            return 0;
-        }
-    }
-    Py_DECREF(object);
-    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
-    return -1;
-}
-
 static PyObject *bind(PyObject *self, PyObject *args)
 {
     enum { N_ROUTINES = 7 };
@@ -177,8 +141,12 @@ static PyObject *bind(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "error is not allowed; must be an exception class");
         return NULL;
     }
-    if (find_loop("matmul", 2, &matmul_loop) < 0 || find_loop("log", 1, &log_loop) < 0
-            || find_loop("add", 2, &add_loop) < 0)
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    int missing = numpy == NULL || find_loop(numpy, "matmul", 2, &matmul_loop) < 0
+                  || find_loop(numpy, "log", 1, &log_loop) < 0
+                  || find_loop(numpy, "add", 2, &add_loop) < 0;
+    Py_XDECREF(numpy);
+    if (missing)
         return NULL;
     dpotrf = (dpotrf_fn *)found[0];
     dpotrs = (dpotrs_fn *)found[1];
@@ -904,6 +872,5 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ridge", NULL, -1, m
 PyMODINIT_FUNC PyInit__ridge(void)
 {
     import_array();
-    import_umath();
     return PyModule_Create(&module);
 }

@@ -19,51 +19,11 @@
 #include "numpy/ndarraytypes.h"
 #include "numpy/ufuncobject.h"
 
-typedef struct {
-    PyUFuncGenericFunction function;
-    void *data;
-} Loop;
+#include "../numpy_loops.h"
 
 static Loop exp_loop, log1p_loop;
 
 #define N_LIMIT ((Py_ssize_t)1 << 20)  /* orders up to 2^20: far above any the accountant uses */
-
-/* The loop of numpy ufunc `name` for float64 -> float64. */
-static int find_loop(PyObject *numpy, const char *name, Loop *loop)
-{
-    PyObject *object = PyObject_GetAttrString(numpy, name);
-    if (object == NULL)
-        return -1;
-    PyObject *ufunc_type = PyObject_GetAttrString(numpy, "ufunc");
-    int is_ufunc = ufunc_type != NULL && PyType_Check(ufunc_type)
-                   && PyObject_TypeCheck(object, (PyTypeObject *)ufunc_type);
-    Py_XDECREF(ufunc_type);
-    if (!is_ufunc) {
-        Py_DECREF(object);
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
-        return -1;
-    }
-    PyUFuncObject *ufunc = (PyUFuncObject *)object;
-    for (int k = 0; k < ufunc->ntypes; k++) {
-        const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
-        if (ufunc->nin == 1 && ufunc->nout == 1 && types[0] == NPY_DOUBLE
-                && types[1] == NPY_DOUBLE) {
-            loop->function = ufunc->functions[k];
-            loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
-            Py_DECREF(object);
-            if (loop->function == NULL) {
-                PyErr_Format(PyExc_RuntimeError, "numpy.%s's float64 loop is not available",
-                             name);
-                return -1;
-            }
-            return 0;
-        }
-    }
-    Py_DECREF(object);
-    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
-    return -1;
-}
 
 /* out[j] = f(in[j]) for j < m by numpy's loop. */
 static void apply(const Loop *loop, double *in, double *out, npy_intp m)
@@ -179,8 +139,8 @@ PyMODINIT_FUNC PyInit__wbk(void)
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return NULL;
-    int failed = find_loop(numpy, "exp", &exp_loop) < 0
-                 || find_loop(numpy, "log1p", &log1p_loop) < 0;
+    int failed = find_loop(numpy, "exp", 1, &exp_loop) < 0
+                 || find_loop(numpy, "log1p", 1, &log1p_loop) < 0;
     Py_DECREF(numpy);
     if (failed)
         return NULL;

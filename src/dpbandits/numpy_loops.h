@@ -1,0 +1,52 @@
+/*
+ * numpy's own compiled inner loops, taken from a ufunc's `functions` table, for the C
+ * extensions that must give numpy's bits without a Python call per operation
+ * (`privacy/_wbk.c`, `policies/_ridge.c`). Include after numpy/ufuncobject.h.
+ */
+#ifndef DPBANDITS_NUMPY_LOOPS_H
+#define DPBANDITS_NUMPY_LOOPS_H
+
+typedef struct {
+    PyUFuncGenericFunction function;
+    void *data;
+} Loop;
+
+/* The loop of ufunc `numpy.<name>` whose `nin` inputs and one output are all float64. */
+static int find_loop(PyObject *numpy, const char *name, int nin, Loop *loop)
+{
+    PyObject *object = PyObject_GetAttrString(numpy, name);
+    if (object == NULL)
+        return -1;
+    PyObject *ufunc_type = PyObject_GetAttrString(numpy, "ufunc");
+    int is_ufunc = ufunc_type != NULL && PyType_Check(ufunc_type)
+                   && PyObject_TypeCheck(object, (PyTypeObject *)ufunc_type);
+    Py_XDECREF(ufunc_type);
+    if (!is_ufunc) {
+        Py_DECREF(object);
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
+        return -1;
+    }
+    PyUFuncObject *ufunc = (PyUFuncObject *)object;
+    for (int k = 0; ufunc->nin == nin && ufunc->nout == 1 && k < ufunc->ntypes; k++) {
+        const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
+        int all_double = 1;
+        for (int j = 0; j <= nin; j++)
+            all_double = all_double && types[j] == NPY_DOUBLE;
+        if (!all_double)
+            continue;
+        loop->function = ufunc->functions[k];
+        loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
+        Py_DECREF(object);
+        if (loop->function == NULL) {
+            PyErr_Format(PyExc_RuntimeError, "numpy.%s's float64 loop is not available", name);
+            return -1;
+        }
+        return 0;
+    }
+    Py_DECREF(object);
+    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
+    return -1;
+}
+
+#endif
