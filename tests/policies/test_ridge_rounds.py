@@ -14,7 +14,7 @@ from dpbandits.contract import OutcomeTables, ProblemInfo, RoundEnvironment
 from dpbandits.instances.glm import GLMEnvironment
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
-from dpbandits.policies import POLICIES, _ridge, get_policy_class, make_policy
+from dpbandits.policies import POLICIES, _ridge, get_policy_class, jdp_linucb, make_policy
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB
 from dpbandits.privacy.ledger import PrivacyLedger
@@ -42,6 +42,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("RarelySwitching-zCDP", {"alpha": 2.0, "C": 0.2}),
     ("AdaC-OFUL-zCDP", {"alpha": 0.1}),
     ("AdaC-OFUL-zCDP", {"C": 3.0, "lam": 0.5}),
+    ("JDP-LinUCB", {}),
+    ("JDP-LinUCB", {"alpha": 2.0, "lam": 0.5, "theta0": "environment"}),
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -53,7 +55,9 @@ GLM = {"generator": "glm_ball", "family": "logistic", "d": 4, "K": 6, "S": 2.0, 
 # linear rewards with noise: far outside [0, 1], so every clip of a reward is exercised
 GLM_NOISY = {"generator": "glm_ball", "family": "linear", "d": 4, "K": 6, "S": 2.0, "seed": 3,
              "noise_sd": 3.0}
-CACHES = {"_factor", "_mean"}  # remembered per version of A: recomputed when asked
+# remembered per version of A or of the tree release, recomputed when asked; and JDP-LinUCB's
+# scratch, written in full before each read
+CACHES = {"_factor", "_mean", "current", "v_work", "z", "leaf"}
 
 
 def snapshot(value: Any, depth: int = 0) -> Any:
@@ -186,6 +190,57 @@ def test_nan_scores_and_ties_pick_as_numpys_argmax(name: str, params: dict[str, 
         out.append(played(policy, env, tables))
     assert_same_bits(*out)
     assert out[0]["actions"][150] == 3
+
+
+def jdp_play(spec: dict[str, Any], tables: bool, change: Any = None) -> tuple[dict[str, Any],
+                                                                               int]:
+    """`played` of a strict JDP-LinUCB after `change(policy)`, and how many rounds its Python
+    `observe` played."""
+    instance = build_instance(spec)
+    env = instance.environment(0)
+    policy = make_policy("JDP-LinUCB", instance.info, np.random.default_rng(3), epsilon=0.8,
+                         delta=1e-5)
+    policy.begin(env)
+    if change is not None:
+        change(policy)
+    observed = []
+    observe = policy.observe
+    policy.observe = lambda t, x, r: (observed.append(t), observe(t, x, r))  # type: ignore
+    out = played(policy, env, tables)
+    out["state"] = snapshot({k: v for k, v in vars(policy).items()
+                             if k not in CACHES | {"observe"}})
+    return out, len(observed)
+
+
+def _no_shift(policy: Any) -> None:
+    """V_t = tree noise alone: often not positive definite, so the policy floors it."""
+    policy.base = 1e-9 * np.eye(policy.d)
+
+
+def _tiny_grid(policy: Any) -> None:
+    """Every leaf fails the quick snap test, so the tree's own snap takes it."""
+    policy.leaf_grid = 1e-300
+
+
+@pytest.mark.parametrize("change,where", [(None, "compiled"), (_no_shift, "floored"),
+                                          (_tiny_grid, "snapped")])
+@pytest.mark.parametrize("block", [5, 1024])
+def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
+        change: Any, where: str, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks of node noises drawn ahead (5 rounds, or all 400 in one), with rounds that only
+    the policy can play: a V_t to floor (`choose`), a leaf for the tree's snap (`observe`)."""
+    monkeypatch.setattr(jdp_linucb, "NOISE_BLOCK", block)
+    spec = {**POOLS[0], "horizon": 400}
+    fast, observed = jdp_play(spec, True, change)
+    slow, _ = jdp_play(spec, False, change)
+    assert_same_bits(fast, slow)
+    floors = dict(slow["diagnostics"])[repr("floor_events")]
+    if where == "compiled":
+        assert observed == 0 and floors == ("number", "0.0")
+    elif where == "floored":
+        assert 0 < observed < 400 and floors != ("number", "0.0")
+    else:
+        assert observed == 400
 
 
 def test_every_policy_that_plays_tables_is_covered_here() -> None:
@@ -344,6 +399,14 @@ def _episodic_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
             _tables(d, K, T), 0, T, 1.0, 0, 0.0, 0.69]
 
 
+def _tree_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
+    size = d + 1
+    return [np.zeros((size, size)), np.eye(d), np.zeros(d), np.zeros(d), _tables(d, K, T), 0, T,
+            1.0, 0.5, 2.0**52, np.ones((2, size, size)) * [[[1.0]], [[2.0]]],
+            np.array([1, 3, 3, 0], dtype=np.int64),
+            np.array([0, 1, 2, 3, 4], dtype=np.int64)]
+
+
 def _with_tables(**fields: Any) -> OutcomeTables:
     return OutcomeTables(**{**vars(_tables()), **fields})
 
@@ -374,9 +437,23 @@ BAD = {  # function: [(argument position, bad value, message)]
         (2, np.zeros(4), "b_episode is not allowed"),
         (4, _with_tables(arms=np.zeros((4, 2, 3), order="F")), "arms is not allowed"),
     ],
+    "run_tree": [
+        (0, np.zeros((3, 3)), "released is not allowed"),
+        (1, np.eye(3, order="F")[:, :2], "base is not allowed"),
+        (3, np.zeros(3, dtype=np.float32), "theta is not allowed"),
+        (8, -1.0, "grid = -1.0 is not allowed"),
+        (8, float("nan"), "grid = nan is not allowed"),
+        (10, np.ones((2, 3, 3)), "noises is not allowed"),
+        (11, np.array([1, 3, 0, 4], dtype=np.int64), "each op name one of the noises"),
+        (11, np.array([1, 3, 0, -2], dtype=np.int64), "each op name one of the noises"),
+        (12, np.array([0, 2, 1, 3, 4], dtype=np.int64), "offsets must rise"),
+        (12, np.array([0, 1, 2, 3, 5], dtype=np.int64), "offsets must rise"),
+        (12, np.array([0, 1, 2, 4], dtype=np.int64), "offsets of stop - t"),
+        (11, np.array([1, 3, 3, 0], dtype=np.int32), "must be native int64"),
+    ],
 }
 ARGUMENTS = {"run": _run_arguments, "run_switching": _switching_arguments,
-             "run_episodic": _episodic_arguments}
+             "run_episodic": _episodic_arguments, "run_tree": _tree_arguments}
 
 
 @pytest.mark.parametrize("function,position,value,message",
@@ -395,12 +472,16 @@ def test_the_loops_refuse_bad_arguments_with_one_line(function: str, position: i
     ("run", 1, "regret"),
     ("run_switching", 1, 0),  # s inside A
     ("run_episodic", 0, 1),
+    ("run_tree", 3, 2),  # θ̂ written over the shift
+    ("run_tree", 0, 10),  # the release inside the noises
 ])
 def test_the_loops_refuse_arrays_that_share_memory(function: str, first: int,
                                                    second: int | str) -> None:
     args = ARGUMENTS[function]()
     if second == "regret":
         args[first] = args[3].regret[:3]
+    elif function == "run_tree" and first == 0:
+        args[first] = args[second][1]
     elif function == "run_switching":
         args[first] = args[second].reshape(-1, order="F")[:3]
     else:
@@ -415,3 +496,6 @@ def test_the_loops_with_good_arguments_play_the_rounds() -> None:
         args = arguments()
         assert getattr(_ridge, function)(*args)[0] == 4
         assert args[3 if function == "run" else 4].chosen.tolist() == [0, 0, 0, 0]
+    args = _tree_arguments()  # the leaves (x = 0, r = 0) add nothing; the noises + 1 + 2 + 2 − 1
+    _ridge.run_tree(*args)
+    assert args[0].tolist() == np.full((4, 4), 4.0).tolist()

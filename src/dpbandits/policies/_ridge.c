@@ -4,14 +4,16 @@
  * stays in Python; docs/architecture.md, "Table rounds"):
  * - `run`: LinTS, LinUCB and the AdaPrivate family (A factorised every round);
  * - `run_switching`: RarelySwitching-zCDP and AdaC-OFUL-zCDP (a frozen factor between switches);
- * - `run_episodic`: zCDP-Episodic (an episode's own statistics besides A).
+ * - `run_episodic`: zCDP-Episodic (an episode's own statistics besides A);
+ * - `run_tree`: JDP-LinUCB (V_t from the tree release, its node noises drawn ahead in Python).
  *
  * Every operation is the one the Python policies make, by the same code, so the results are
  * the Python loop's bit for bit (tests/policies/test_ridge_rounds.py):
  * - LAPACK dpotrf, dpotrs, dtrtrs and BLAS dsyr, daxpy, dtrsm, dtrsv are scipy's, bound from
  *   the `_cpointer` of the very f2py wrappers the policies call (`bind`);
  * - xᵀθ and yᵀy are numpy's float64 matmul loop (the `functions` of `np.matmul`), ln of a
- *   factor's diagonal numpy's float64 log loop and its sum numpy's add loop as a reduction;
+ *   factor's diagonal numpy's float64 log loop and its sum numpy's add loop as a reduction,
+ *   the rounding of a leaf to the noise grid numpy's float64 rint loop;
  * - ‖L⁻¹x‖² for every arm is numpy's einsum (PyArray_EinsteinSum, what `np.einsum` calls);
  * - the rest are single IEEE operations (compiled with -ffp-contract=off: no fused
  *   multiply-add), and ln(1 + v) is the C library's, as Python's `math.log1p` is.
@@ -59,10 +61,11 @@ static PyObject *linalg_error;
 
 #include "../numpy_loops.h"
 
-static Loop matmul_loop, log_loop, add_loop;
+static Loop matmul_loop, log_loop, add_loop, rint_loop;
 
 enum { ACTION_TS = 0, ACTION_UCB = 1 };
 enum { MEAN_EVERY_ROUND = 0, MEAN_KEPT = 1, MEAN_ONCE = 2 };
+enum { TREE_AT_STOP = 0, TREE_FLOOR = 1, TREE_SNAP = 2 }; /* why `run_tree` returned */
 #define D_LIMIT (1 << 26)    /* d² doubles stay far below SIZE_MAX; LAPACK's int holds d */
 #define K_LIMIT 0x7fffffff   /* LAPACK's int holds K */
 #define SIGNAL_EVERY 4096    /* rounds between checks for Ctrl-C */
@@ -144,7 +147,8 @@ static PyObject *bind(PyObject *self, PyObject *args)
     PyObject *numpy = PyImport_ImportModule("numpy");
     int missing = numpy == NULL || find_loop(numpy, "matmul", 2, &matmul_loop) < 0
                   || find_loop(numpy, "log", 1, &log_loop) < 0
-                  || find_loop(numpy, "add", 2, &add_loop) < 0;
+                  || find_loop(numpy, "add", 2, &add_loop) < 0
+                  || find_loop(numpy, "rint", 1, &rint_loop) < 0;
     Py_XDECREF(numpy);
     if (missing)
         return NULL;
@@ -765,6 +769,151 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
     return Py_BuildValue("nnO", t, in_episode, due ? Py_True : Py_False);
 }
 
+/*
+ * run_tree(released, base, shift, theta, tables, t, stop, scale, grid, limit, noises, ops,
+ *          offsets) → (next t, why)
+ *
+ * A round of JDP-LinUCB (`JDPLinUCB.choose`, `observe`) on the tree release Ñ = `released`,
+ * (d+1)×(d+1): V_t = base + Ñ[:d, :d] factorised, θ̂ = V_t⁻¹(Ñ[:d, d] + shift), the UCB arm;
+ * then Ñ += the leaf z zᵀ, z = [x; r] (on the grid γ = `grid` when γ > 0, as `observe` snaps
+ * it when max|z|² < limit = SNAP_LIMIT·γ), and the node noises of round t + i:
+ * ops[offsets[i]] … ops[offsets[i + 1] − 1], each 2k + 1 (Ñ += noises[k]) or 2k (Ñ −= it),
+ * in `advance_noise`'s order. why: TREE_AT_STOP; TREE_FLOOR before round `next t`, whose V_t
+ * is not positive definite (the policy floors it); TREE_SNAP after the pull of round
+ * `next t`, whose leaf needs `MatrixTree.snap` (the policy observes it).
+ */
+static PyObject *run_tree(PyObject *self, PyObject *args)
+{
+    PyObject *released_obj, *base_obj, *shift_obj, *theta_obj, *tables_obj, *noises_obj,
+        *ops_obj, *offsets_obj;
+    Py_ssize_t t, stop;
+    double scale, grid, limit;
+    Tables tb;
+    if (!PyArg_ParseTuple(args, "OOOOOnndddOOO:run_tree", &released_obj, &base_obj,
+                          &shift_obj, &theta_obj, &tables_obj, &t, &stop, &scale, &grid,
+                          &limit, &noises_obj, &ops_obj, &offsets_obj)
+            || bound("run_tree") < 0 || tables_from(tables_obj, t, stop, &tb) < 0)
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, d1 = d + 1, vec[1] = {d}, dd[2] = {d, d}, big[2] = {d1, d1};
+    npy_intp any_big[3] = {-1, d1, d1};
+    double *released = doubles(released_obj, "released", 2, big, 1);
+    const double *base = released ? doubles(base_obj, "base", 2, dd, 0) : NULL;
+    const double *shift = base ? doubles(shift_obj, "shift", 1, vec, 0) : NULL;
+    double *theta = shift ? doubles(theta_obj, "theta", 1, vec, 1) : NULL;
+    const double *noises = theta ? doubles(noises_obj, "noises", 3, any_big, 0) : NULL;
+    if (noises == NULL)
+        return NULL;
+    if (!(grid >= 0.0)) {
+        PyErr_Format(PyExc_ValueError, "grid = %R is not allowed; must be >= 0",
+                     PyTuple_GET_ITEM(args, 8));
+        return NULL;
+    }
+    npy_intp n_noises = PyArray_DIM((PyArrayObject *)noises_obj, 0);
+    PyArrayObject *ops_arr = (PyArrayObject *)ops_obj, *off_arr = (PyArrayObject *)offsets_obj;
+    npy_intp rounds = stop - t;
+    if (!PyArray_Check(ops_obj) || PyArray_TYPE(ops_arr) != NPY_INT64
+            || PyArray_NDIM(ops_arr) != 1 || !PyArray_IS_C_CONTIGUOUS(ops_arr)
+            || !PyArray_ISNOTSWAPPED(ops_arr) || !PyArray_Check(offsets_obj)
+            || PyArray_TYPE(off_arr) != NPY_INT64 || PyArray_NDIM(off_arr) != 1
+            || PyArray_DIM(off_arr, 0) != rounds + 1 || !PyArray_IS_C_CONTIGUOUS(off_arr)
+            || !PyArray_ISNOTSWAPPED(off_arr)) {
+        PyErr_SetString(PyExc_ValueError, "ops and offsets are not allowed; must be native "
+                        "int64 vectors, offsets of stop - t + 1 values");
+        return NULL;
+    }
+    const npy_int64 *ops = (const npy_int64 *)PyArray_DATA(ops_arr);
+    const npy_int64 *offsets = (const npy_int64 *)PyArray_DATA(off_arr);
+    npy_intp n_ops = PyArray_DIM(ops_arr, 0);
+    int ok = offsets[0] == 0 && offsets[rounds] == n_ops;
+    for (npy_intp i = 0; ok && i < rounds; i++)
+        ok = offsets[i] <= offsets[i + 1];
+    for (npy_intp k = 0; ok && k < n_ops; k++)
+        ok = ops[k] >= 0 && ops[k] / 2 < n_noises;
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "ops and offsets are not allowed; offsets must rise "
+                        "from 0 to len(ops) and each op name one of the noises");
+        return NULL;
+    }
+    Use own[7] = {{"released", released_obj, 1}, {"base", base_obj, 0},
+                  {"shift", shift_obj, 0}, {"theta", theta_obj, 1}, {"noises", noises_obj, 0},
+                  {"ops", ops_obj, 0}, {"offsets", offsets_obj, 0}};
+    Scratch sc;
+    if (apart_with(&tb, own, 7) < 0 || scratch_for(d, K, 1, &sc) < 0)
+        return NULL;
+    double *leaf = malloc(sizeof(double) * (size_t)(d1 * d1 + d1));
+    if (leaf == NULL) {
+        scratch_free(&sc);
+        return PyErr_NoMemory();
+    }
+    double *z = leaf + d1 * d1;
+    f_int n = (f_int)d, one = 1, kk = (f_int)K, info = 0;
+    npy_intp cells = d1 * d1, start = t;
+    npy_intp unit_steps[2] = {sizeof(double), sizeof(double)};
+    char *rint_args[2] = {(char *)leaf, (char *)leaf};
+    int why = TREE_AT_STOP, failed = 0;
+    for (; t < stop; t++) {
+        if (((t - start) & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+            break;
+        /* V_t = base + Ñ[:d, :d] into the factor's (Fortran) layout, factorised in place */
+        for (npy_intp j = 0; j < d; j++)
+            for (npy_intp i = 0; i < d; i++)
+                sc.factor[i + j * d] = base[i * d + j] + released[i * d1 + j];
+        dpotrf("L", &n, sc.factor, &n, &info, 1);
+        if (info != 0) {
+            why = TREE_FLOOR;
+            break;
+        }
+        for (npy_intp i = 0; i < d; i++)
+            theta[i] = released[i * d1 + d] + shift[i];
+        dpotrs("L", &n, &one, sc.factor, &n, theta, &n, &info, 1);
+        if (info != 0) {
+            failed = lapack_failed("Cholesky solve", info);
+            break;
+        }
+        const double *arms_t = tb.arms + t * K * d;
+        if ((failed = score(ACTION_UCB, n, kk, sc.factor, arms_t, theta, scale, NULL,
+                            sc.sample, sc.products, sc.w_obj, sc.scores)) < 0)
+            break;
+        npy_intp index = argmax(sc.scores, K);
+        double r = pull(&tb, t, index);
+        memcpy(z, arms_t + index * d, sizeof(double) * (size_t)d);
+        z[d] = r;
+        for (npy_intp i = 0; i < d1; i++)
+            for (npy_intp j = 0; j < d1; j++)
+                leaf[i * d1 + j] = z[i] * z[j];
+        if (grid != 0.0) {
+            double top = 0.0; /* max|z|, NaN when any is */
+            for (npy_intp i = 0; i < d1 && !isnan(top); i++)
+                top = isnan(z[i]) ? z[i] : (fabs(z[i]) > top ? fabs(z[i]) : top);
+            if (!(top * top < limit)) {
+                why = TREE_SNAP;
+                break;
+            }
+            for (npy_intp k = 0; k < cells; k++)
+                leaf[k] /= grid;
+            rint_loop.function(rint_args, &cells, unit_steps, rint_loop.data);
+            for (npy_intp k = 0; k < cells; k++)
+                leaf[k] *= grid;
+        }
+        for (npy_intp k = 0; k < cells; k++)
+            released[k] += leaf[k];
+        for (npy_int64 k = offsets[t - start]; k < offsets[t - start + 1]; k++) {
+            const double *noise = noises + (ops[k] / 2) * cells;
+            if (ops[k] & 1)
+                for (npy_intp c = 0; c < cells; c++)
+                    released[c] += noise[c];
+            else
+                for (npy_intp c = 0; c < cells; c++)
+                    released[c] -= noise[c];
+        }
+    }
+    free(leaf);
+    scratch_free(&sc);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("ni", t, why);
+}
+
 /* ---- checks ----------------------------------------------------------------------------- */
 
 /*
@@ -859,6 +1008,10 @@ static PyMethodDef methods[] = {
      "run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode, "
      "log_det_tau, log_c) -> (t, in_episode, due): "
      "zCDP-Episodic rounds up to stop or the next switch."},
+    {"run_tree", run_tree, METH_VARARGS,
+     "run_tree(released, base, shift, theta, tables, t, stop, scale, grid, limit, noises, "
+     "ops, offsets) -> (t, why): JDP-LinUCB rounds up to stop, a V_t to floor (why 1) or a "
+     "leaf for the tree's snap (why 2)."},
     {"scores", scores_of, METH_VARARGS,
      "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "
      "as the loops make them."},

@@ -9,12 +9,12 @@ The guarantee is joint DP (contexts private too), not the event-level model of t
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
-from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
 from dpbandits.linalg import cho_solve
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
@@ -23,11 +23,24 @@ from dpbandits.policies.linear_core import (
     LinearPolicy,
     ucb_index,
 )
-from dpbandits.privacy.tree import MatrixTree, tree_height, tree_rho
+from dpbandits.policies.ridge_rounds import AT_STOP, FLOOR, finish_round, play_tree
+from dpbandits.privacy.tree import MatrixTree, cover_nodes, tree_height, tree_rho
 from dpbandits.scipy_kernels import lapack
 
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6
+NOISE_BLOCK = 1024  # rounds of compiled play whose node noises are drawn ahead at once
+
+
+class NoisePlan(NamedTuple):
+    """What `advance_noise` does after each of a block of rounds: the node noises it adds or
+    removes (`noises`), round i's operations ops[offsets[i]:offsets[i + 1]], each 2k + 1 (add
+    noises[k]) or 2k (subtract it), and per round the nodes removed and added."""
+
+    noises: np.ndarray
+    ops: np.ndarray
+    offsets: np.ndarray
+    steps: list[tuple[list[int], list[int]]]
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
@@ -47,6 +60,7 @@ class JDPLinUCB(LinearPolicy):
     """UCB on the tree-released, shifted Gram matrix: xᵀθ̂_t + α‖x‖_{V_t⁻¹} (paper mode)."""
 
     name = "JDP-LinUCB"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (PolicyAudit(
         name="JDP-LinUCB@context", policy=name, instance=SMALL_POOL, pair="context",
         arm_norms=UNIT_NORMS, rewards=(1.0, 0.0), default_runs=400),)
@@ -142,6 +156,66 @@ class JDPLinUCB(LinearPolicy):
             v = np.asfortranarray((vecs * np.maximum(vals, EIGEN_FLOOR)) @ vecs.T)
             factor, info = lapack.dpotrf(v, lower=1, clean=0)
         return factor, cho_solve(factor, self.released_sum[:d, d] + self.lam_theta0), floored
+
+    def noise_plan(self, start: int, stop: int) -> NoisePlan:
+        """`advance_noise` after rounds start … stop − 1, its new nodes' noises drawn now, in
+        the order it draws them (nothing else draws from the tree's generator)."""
+        height, held = self.tree.height, dict.fromkeys(self.node_noise)
+        slots: dict[int, int] = {}
+        noises: list[np.ndarray] = []
+        ops: list[int] = []
+        offsets, steps = [0], []
+
+        def slot(node: int, noise: np.ndarray) -> int:
+            if node not in slots:
+                slots[node] = len(noises)
+                noises.append(noise)
+            return slots[node]
+
+        for count in range(start + 1, stop + 1):
+            cover = cover_nodes(count, height)
+            gone = [n for n in held if n not in cover]
+            new = sorted(n for n in cover if n not in held)
+            for node in gone:
+                del held[node]
+                ops.append(2 * slot(node, self.node_noise.get(node)))  # type: ignore[arg-type]
+            for node in new:
+                held[node] = None
+                ops.append(2 * slot(node, self.tree.node_noise(node)) + 1)
+            offsets.append(len(ops))
+            steps.append((gone, new))
+        size = self.d + 1
+        stacked = np.stack(noises) if noises else np.empty((0, size, size))
+        return NoisePlan(stacked, np.array(ops, dtype=np.int64),
+                         np.array(offsets, dtype=np.int64), steps)
+
+    def follow(self, plan: NoisePlan, rounds: int) -> None:
+        """The tree's count and the cover's noises after the plan's first `rounds` rounds,
+        whose leaves and noises compiled rounds added to the release."""
+        for gone, new in plan.steps[:rounds]:
+            for node in gone:
+                del self.node_noise[node]
+            for node in new:
+                self.node_noise[node] = self.tree.node_noise(node)
+            self.tree.update(None)
+        self.current = None
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Compiled rounds (`ridge_rounds.play_tree`) a block of node noises at a time; a
+        round whose V_t must be floored, or whose leaf needs the tree's snap, is played by
+        `choose` and `observe`."""
+        t, theta = 0, np.empty(self.d)
+        while t < self.horizon:
+            stop = min(self.horizon, t + NOISE_BLOCK)
+            plan = self.noise_plan(t, stop)
+            played, why = play_tree(self, tables, t, stop, plan, theta)
+            self.follow(plan, played - t)
+            t = played
+            if why == AT_STOP:
+                continue
+            index = self.choose(t, tables.arms[t]) if why == FLOOR else int(tables.chosen[t])
+            finish_round(self, tables, t, index)
+            t += 1
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         z, leaf, grid = self.z, self.leaf, self.leaf_grid

@@ -12,14 +12,17 @@ import numpy as np
 
 from dpbandits.contract import OutcomeTables
 from dpbandits.policies import _ridge
+from dpbandits.policies.linear_core import SNAP_LIMIT
 from dpbandits.scipy_kernels import blas, lapack
 
 if TYPE_CHECKING:
     from dpbandits.policies.episodic_zcdp import ZCDPEpisodic, _SwitchingIncrement
+    from dpbandits.policies.jdp_linucb import JDPLinUCB, NoisePlan
     from dpbandits.policies.linear_core import LinearPolicy
 
 TS, UCB = 0, 1  # argmax xᵀ(θ̂ + v·L⁻ᵀz), or argmax xᵀθ̂ + α‖x‖_{A⁻¹}
 MEAN_EVERY_ROUND, MEAN_KEPT, MEAN_ONCE = 0, 1, 2  # θ̂ = A⁻¹b each round, as given, or once
+AT_STOP, FLOOR, SNAP = 0, 1, 2  # why `play_tree` returned: see there
 
 _ridge.bind(lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs, blas.dsyr, blas.daxpy, blas.dtrsm,
             blas.dtrsv, np.linalg.LinAlgError)
@@ -81,3 +84,24 @@ def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[
         policy.alpha, policy.in_episode, policy.log_det_tau, policy.log_c)
     policy.gram_updated(t - start)
     return t, due
+
+
+def play_tree(policy: JDPLinUCB, tables: OutcomeTables, t: int, stop: int, plan: NoisePlan,
+              theta: np.ndarray) -> tuple[int, int]:
+    """Rounds t, t + 1, … of JDP-LinUCB up to `stop`, adding to `policy.released_sum` the
+    leaves and the node noises of `plan`: (next round, why). why = AT_STOP; FLOOR: before that
+    round, whose V_t the policy must floor; SNAP: after its pull, its leaf for the tree's snap."""
+    grid = policy.leaf_grid
+    return _ridge.run_tree(policy.released_sum, policy.base, policy.lam_theta0, theta, tables,
+                           t, stop, policy.alpha, grid, SNAP_LIMIT * grid, plan.noises,
+                           plan.ops, plan.offsets)
+
+
+def finish_round(policy: LinearPolicy, tables: OutcomeTables, t: int, index: int) -> None:
+    """Round t's pull of arm `index` recorded in the tables and fed to `policy.update`, as the
+    round loop does."""
+    reward = float(tables.rewards[t, index])
+    tables.chosen[t] = index
+    tables.regret[t] = tables.regrets[t, index]
+    tables.reward[t] = reward
+    policy.update(t, tables.arms[t, index], reward)
