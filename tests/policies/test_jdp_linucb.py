@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
 from scipy.linalg import lapack
 
 from dpbandits.contract import ProblemInfo
+from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.jdp_linucb import JDPLinUCB, jdp_shift, jdp_sigma
@@ -112,3 +114,14 @@ def test_release_is_factorised_once_and_floors_are_counted_per_query() -> None:
         assert pol.select(t, arms) == i
         pol.update(t, arms[i], env.pull(t, i)[0])
     assert expected > 0 and pol.floor_events == expected
+
+
+@pytest.mark.parametrize("epsilon", [1e300, 1e-300])
+def test_an_epsilon_whose_noise_scale_overflows_is_one_clear_error(epsilon: float) -> None:
+    info = build_instance({"generator": "logistic_pool", "d": 3, "n_arms": 5, "K": 2,
+                           "horizon": 50, "seed": 1}).info
+    message = re.escape(f"epsilon = {epsilon!r} is not allowed")
+    with pytest.raises(ConfigError, match=message) as caught:
+        make_policy("JDP-LinUCB", info, np.random.default_rng(0), epsilon=epsilon, delta=1e-5)
+    assert "\n" not in str(caught.value)
+    make_policy("JDP-LinUCB", info, np.random.default_rng(0), epsilon=1e100, delta=1e-5)

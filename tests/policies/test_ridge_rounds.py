@@ -208,7 +208,7 @@ def jdp_play(spec: dict[str, Any], tables: bool, change: Any = None) -> tuple[di
     policy.observe = lambda t, x, r: (observed.append(t), observe(t, x, r))  # type: ignore
     out = played(policy, env, tables)
     out["state"] = snapshot({k: v for k, v in vars(policy).items()
-                             if k not in CACHES | {"observe"}})
+                             if k not in CACHES | {"observe", "choose"}})
     return out, len(observed)
 
 
@@ -228,10 +228,17 @@ def _tiny_grid(policy: Any) -> None:
 def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
         change: Any, where: str, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of node noises drawn ahead (5 rounds, or all 400 in one), with rounds that only
-    the policy can play: a V_t to floor (`choose`), a leaf for the tree's snap (`observe`)."""
+    the policy can play: a V_t to floor (`choose`), a leaf for the tree's snap (`observe`).
+    A block is planned once, however many rounds the policy plays in it."""
     monkeypatch.setattr(jdp_linucb, "NOISE_BLOCK", block)
+    plans = []
+    plan = jdp_linucb.JDPLinUCB.noise_plan
+    monkeypatch.setattr(jdp_linucb.JDPLinUCB, "noise_plan",
+                        lambda self, start, stop: (plans.append(start), plan(self, start,
+                                                                             stop))[1])
     spec = {**POOLS[0], "horizon": 400}
     fast, observed = jdp_play(spec, True, change)
+    assert len(plans) == -(-400 // block)
     slow, _ = jdp_play(spec, False, change)
     assert_same_bits(fast, slow)
     floors = dict(slow["diagnostics"])[repr("floor_events")]
@@ -241,6 +248,19 @@ def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
         assert 0 < observed < 400 and floors != ("number", "0.0")
     else:
         assert observed == 400
+
+
+def test_jdp_rounds_refuse_a_draw_from_the_tree_generator_they_drew_ahead_from() -> None:
+    """The noises of a block are drawn before its rounds: a draw in between would shift them."""
+
+    def draw_when_flooring(policy: Any) -> None:
+        _no_shift(policy)
+        choose = policy.choose
+        policy.choose = lambda t, arms: (policy.tree.rng.random(), choose(t, arms))[1]
+
+    with pytest.raises(RuntimeError, match="the tree's generator was drawn from"):
+        jdp_play({**POOLS[0], "horizon": 100}, True, draw_when_flooring)
+    jdp_play({**POOLS[0], "horizon": 100}, True, _no_shift)  # the control: no draw, no error
 
 
 def test_every_policy_that_plays_tables_is_covered_here() -> None:
@@ -449,7 +469,9 @@ BAD = {  # function: [(argument position, bad value, message)]
         (12, np.array([0, 2, 1, 3, 4], dtype=np.int64), "offsets must rise"),
         (12, np.array([0, 1, 2, 3, 5], dtype=np.int64), "offsets must rise"),
         (12, np.array([0, 1, 2, 4], dtype=np.int64), "offsets of stop - t"),
-        (11, np.array([1, 3, 3, 0], dtype=np.int32), "must be native int64"),
+        (11, np.array([1, 3, 3, 0], dtype=np.int32), "must be aligned native int64"),
+        (11, np.frombuffer(b"\0" + np.array([1, 3, 3, 0]).tobytes(), dtype=np.int64, offset=1),
+         "must be aligned native int64"),
     ],
 }
 ARGUMENTS = {"run": _run_arguments, "run_switching": _switching_arguments,

@@ -813,23 +813,30 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
     npy_intp rounds = stop - t;
     if (!PyArray_Check(ops_obj) || PyArray_TYPE(ops_arr) != NPY_INT64
             || PyArray_NDIM(ops_arr) != 1 || !PyArray_IS_C_CONTIGUOUS(ops_arr)
-            || !PyArray_ISNOTSWAPPED(ops_arr) || !PyArray_Check(offsets_obj)
-            || PyArray_TYPE(off_arr) != NPY_INT64 || PyArray_NDIM(off_arr) != 1
-            || PyArray_DIM(off_arr, 0) != rounds + 1 || !PyArray_IS_C_CONTIGUOUS(off_arr)
+            || !PyArray_ISALIGNED(ops_arr) || !PyArray_ISNOTSWAPPED(ops_arr)
+            || !PyArray_Check(offsets_obj) || PyArray_TYPE(off_arr) != NPY_INT64
+            || PyArray_NDIM(off_arr) != 1 || PyArray_DIM(off_arr, 0) != rounds + 1
+            || !PyArray_IS_C_CONTIGUOUS(off_arr) || !PyArray_ISALIGNED(off_arr)
             || !PyArray_ISNOTSWAPPED(off_arr)) {
-        PyErr_SetString(PyExc_ValueError, "ops and offsets are not allowed; must be native "
-                        "int64 vectors, offsets of stop - t + 1 values");
+        PyErr_SetString(PyExc_ValueError, "ops and offsets are not allowed; must be aligned "
+                        "native int64 vectors, offsets of stop - t + 1 values");
         return NULL;
     }
-    const npy_int64 *ops = (const npy_int64 *)PyArray_DATA(ops_arr);
-    const npy_int64 *offsets = (const npy_int64 *)PyArray_DATA(off_arr);
+    /* copies, checked once: nothing a signal handler does to the arrays reaches the loop */
     npy_intp n_ops = PyArray_DIM(ops_arr, 0);
+    npy_int64 *offsets = malloc(sizeof(npy_int64) * (size_t)(rounds + 1 + n_ops));
+    if (offsets == NULL)
+        return PyErr_NoMemory();
+    npy_int64 *ops = offsets + rounds + 1;
+    memcpy(offsets, PyArray_DATA(off_arr), sizeof(npy_int64) * (size_t)(rounds + 1));
+    memcpy(ops, PyArray_DATA(ops_arr), sizeof(npy_int64) * (size_t)n_ops);
     int ok = offsets[0] == 0 && offsets[rounds] == n_ops;
     for (npy_intp i = 0; ok && i < rounds; i++)
         ok = offsets[i] <= offsets[i + 1];
     for (npy_intp k = 0; ok && k < n_ops; k++)
         ok = ops[k] >= 0 && ops[k] / 2 < n_noises;
     if (!ok) {
+        free(offsets);
         PyErr_SetString(PyExc_ValueError, "ops and offsets are not allowed; offsets must rise "
                         "from 0 to len(ops) and each op name one of the noises");
         return NULL;
@@ -838,10 +845,13 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
                   {"shift", shift_obj, 0}, {"theta", theta_obj, 1}, {"noises", noises_obj, 0},
                   {"ops", ops_obj, 0}, {"offsets", offsets_obj, 0}};
     Scratch sc;
-    if (apart_with(&tb, own, 7) < 0 || scratch_for(d, K, 1, &sc) < 0)
+    if (apart_with(&tb, own, 7) < 0 || scratch_for(d, K, 1, &sc) < 0) {
+        free(offsets);
         return NULL;
+    }
     double *leaf = malloc(sizeof(double) * (size_t)(d1 * d1 + d1));
     if (leaf == NULL) {
+        free(offsets);
         scratch_free(&sc);
         return PyErr_NoMemory();
     }
@@ -908,6 +918,7 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
         }
     }
     free(leaf);
+    free(offsets);
     scratch_free(&sc);
     if (failed)
         return NULL;

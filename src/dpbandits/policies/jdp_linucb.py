@@ -15,6 +15,7 @@ import numpy as np
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
+from dpbandits.errors import ConfigError
 from dpbandits.linalg import cho_solve
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
@@ -29,7 +30,7 @@ from dpbandits.scipy_kernels import lapack
 
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6
-NOISE_BLOCK = 1024  # rounds of compiled play whose node noises are drawn ahead at once
+NOISE_BLOCK = 256  # rounds of compiled play whose node noises are drawn ahead at once
 
 
 class NoisePlan(NamedTuple):
@@ -41,6 +42,11 @@ class NoisePlan(NamedTuple):
     ops: np.ndarray
     offsets: np.ndarray
     steps: list[tuple[list[int], list[int]]]
+
+    def rest(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(noises, ops, offsets) of the plan's rounds from its i-th on."""
+        first = self.offsets[i]
+        return self.noises, self.ops[first:], self.offsets[i:] - first
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
@@ -78,9 +84,14 @@ class JDPLinUCB(LinearPolicy):
 
     def calibrate(self) -> None:
         """σ_n and Υ for the current horizon."""
-        self.sigma_n = jdp_sigma(float(self.epsilon), float(self.delta), self.horizon)
-        self.upsilon = jdp_shift(self.sigma_n, self.d, self.horizon,
-                                 float(self.params["alpha_f"]))
+        try:
+            self.sigma_n = jdp_sigma(float(self.epsilon), float(self.delta), self.horizon)
+            self.upsilon = jdp_shift(self.sigma_n, self.d, self.horizon,
+                                     float(self.params["alpha_f"]))
+        except (OverflowError, ZeroDivisionError):
+            raise ConfigError(f"epsilon = {self.epsilon!r} is not allowed for {self.name}; its "
+                              "noise scale sigma_n = 4 sqrt(m) L^2 ln(4/delta)/epsilon must be a "
+                              "finite number > 0") from None
 
     def begin(self, env: Environment) -> None:
         self.horizon = int(env.horizon)
@@ -189,10 +200,10 @@ class JDPLinUCB(LinearPolicy):
         return NoisePlan(stacked, np.array(ops, dtype=np.int64),
                          np.array(offsets, dtype=np.int64), steps)
 
-    def follow(self, plan: NoisePlan, rounds: int) -> None:
-        """The tree's count and the cover's noises after the plan's first `rounds` rounds,
-        whose leaves and noises compiled rounds added to the release."""
-        for gone, new in plan.steps[:rounds]:
+    def follow(self, steps: list[tuple[list[int], list[int]]]) -> None:
+        """The tree's count and the cover's noises after rounds whose leaves and node noises
+        compiled rounds added to the release (`NoisePlan.steps`)."""
+        for gone, new in steps:
             for node in gone:
                 del self.node_noise[node]
             for node in new:
@@ -201,21 +212,26 @@ class JDPLinUCB(LinearPolicy):
         self.current = None
 
     def play_table(self, tables: OutcomeTables) -> None:
-        """Compiled rounds (`ridge_rounds.play_tree`) a block of node noises at a time; a
-        round whose V_t must be floored, or whose leaf needs the tree's snap, is played by
-        `choose` and `observe`."""
-        t, theta = 0, np.empty(self.d)
+        """Compiled rounds (`ridge_rounds.play_tree`) a block of node noises at a time. Where
+        V_t must be floored, `choose` picks round t's arm; there, and where the compiled loop
+        picked it but the leaf needs the tree's snap, `observe` takes round t."""
+        t, theta, generator = 0, np.empty(self.d), self.tree.rng.bit_generator
         while t < self.horizon:
-            stop = min(self.horizon, t + NOISE_BLOCK)
-            plan = self.noise_plan(t, stop)
-            played, why = play_tree(self, tables, t, stop, plan, theta)
-            self.follow(plan, played - t)
-            t = played
-            if why == AT_STOP:
-                continue
-            index = self.choose(t, tables.arms[t]) if why == FLOOR else int(tables.chosen[t])
-            finish_round(self, tables, t, index)
-            t += 1
+            start, stop = t, min(self.horizon, t + NOISE_BLOCK)
+            plan = self.noise_plan(start, stop)
+            drawn = generator.state
+            while t < stop:
+                played, why = play_tree(self, tables, t, stop, plan.rest(t - start), theta)
+                self.follow(plan.steps[t - start:played - start])
+                t = played
+                if why == AT_STOP:
+                    break
+                index = self.choose(t, tables.arms[t]) if why == FLOOR else int(tables.chosen[t])
+                finish_round(self, tables, t, index)
+                t += 1
+            if generator.state != drawn:  # noises were drawn ahead: nothing else may draw
+                raise RuntimeError("JDP-LinUCB: the tree's generator was drawn from during "
+                                   "compiled rounds; their noises would not be the round loop's")
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         z, leaf, grid = self.z, self.leaf, self.leaf_grid

@@ -17,7 +17,7 @@ from dpbandits.scipy_kernels import blas, lapack
 
 if TYPE_CHECKING:
     from dpbandits.policies.episodic_zcdp import ZCDPEpisodic, _SwitchingIncrement
-    from dpbandits.policies.jdp_linucb import JDPLinUCB, NoisePlan
+    from dpbandits.policies.jdp_linucb import JDPLinUCB
     from dpbandits.policies.linear_core import LinearPolicy
 
 TS, UCB = 0, 1  # argmax xᵀ(θ̂ + v·L⁻ᵀz), or argmax xᵀθ̂ + α‖x‖_{A⁻¹}
@@ -86,15 +86,16 @@ def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[
     return t, due
 
 
-def play_tree(policy: JDPLinUCB, tables: OutcomeTables, t: int, stop: int, plan: NoisePlan,
-              theta: np.ndarray) -> tuple[int, int]:
+def play_tree(policy: JDPLinUCB, tables: OutcomeTables, t: int, stop: int,
+              noise_ops: tuple[np.ndarray, np.ndarray, np.ndarray], theta: np.ndarray
+              ) -> tuple[int, int]:
     """Rounds t, t + 1, … of JDP-LinUCB up to `stop`, adding to `policy.released_sum` the
-    leaves and the node noises of `plan`: (next round, why). why = AT_STOP; FLOOR: before that
-    round, whose V_t the policy must floor; SNAP: after its pull, its leaf for the tree's snap."""
+    leaves and the node noises of `noise_ops` (`NoisePlan.rest`): (next round, why). why =
+    AT_STOP; FLOOR: before that round, whose V_t the policy must floor; SNAP: after its pull,
+    its leaf for the tree's snap."""
     grid = policy.leaf_grid
     return _ridge.run_tree(policy.released_sum, policy.base, policy.lam_theta0, theta, tables,
-                           t, stop, policy.alpha, grid, SNAP_LIMIT * grid, plan.noises,
-                           plan.ops, plan.offsets)
+                           t, stop, policy.alpha, grid, SNAP_LIMIT * grid, *noise_ops)
 
 
 def finish_round(policy: LinearPolicy, tables: OutcomeTables, t: int, index: int) -> None:
