@@ -493,6 +493,20 @@ static void scratch_free(Scratch *s)
     Py_XDECREF(s->w_obj);
 }
 
+/* Round t's UCB arm from the factor and θ (`score`, numpy's argmax) and its pull (`pull`):
+ * the arm's index and clipped reward. */
+static int ucb_pull(const Tables *tb, npy_intp t, const double *factor, const double *theta,
+                    double scale, Scratch *sc, npy_intp *index, double *r)
+{
+    const double *arms_t = tb->arms + t * tb->K * tb->d;
+    if (score(ACTION_UCB, (f_int)tb->d, (f_int)tb->K, factor, arms_t, theta, scale, NULL,
+              sc->sample, sc->products, sc->w_obj, sc->scores) < 0)
+        return -1;
+    *index = argmax(sc->scores, tb->K);
+    *r = pull(tb, t, *index);
+    return 0;
+}
+
 /* ---- the loops -------------------------------------------------------------------------- */
 
 /*
@@ -667,7 +681,7 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
     Scratch sc;
     if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
         return NULL;
-    f_int n = (f_int)d, one = 1, kk = (f_int)K;
+    f_int n = (f_int)d, one = 1;
     double unit = 1.0;
     /* `margin()`'s constant factors, in its order: 2^-40·d², then ·(d + n)·κ */
     double tiny = ldexp(1.0, -40) * (double)d * (double)d;
@@ -687,13 +701,11 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
                 }
             }
         }
-        const double *arms_t = tb.arms + t * K * d;
-        if ((failed = score(ACTION_UCB, n, kk, tau, arms_t, theta, scale, NULL, sc.sample,
-                            sc.products, sc.w_obj, sc.scores)) < 0)
+        npy_intp index;
+        double r;
+        if ((failed = ucb_pull(&tb, t, tau, theta, scale, &sc, &index, &r)) < 0)
             break;
-        npy_intp index = argmax(sc.scores, K);
-        double r = pull(&tb, t, index);
-        const double *x = arms_t + index * d;
+        const double *x = tb.arms + (t * K + index) * d;
         dsyr("L", &n, &unit, x, &one, a, &n, 1);
         add_reward(s, x, r, d);
         in_episode++;
@@ -739,7 +751,7 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
     Scratch sc;
     if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
         return NULL;
-    f_int n = (f_int)d, one = 1, kk = (f_int)K;
+    f_int n = (f_int)d, one = 1;
     double unit = 1.0;
     int due = 0, failed = 0;
     for (; t < stop; t++) {
@@ -751,13 +763,11 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
             due = 1;
             break;
         }
-        const double *arms_t = tb.arms + t * K * d;
-        if ((failed = score(ACTION_UCB, n, kk, sc.factor, arms_t, theta, scale, NULL,
-                            sc.sample, sc.products, sc.w_obj, sc.scores)) < 0)
+        npy_intp index;
+        double r;
+        if ((failed = ucb_pull(&tb, t, sc.factor, theta, scale, &sc, &index, &r)) < 0)
             break;
-        npy_intp index = argmax(sc.scores, K);
-        double r = pull(&tb, t, index);
-        const double *x = arms_t + index * d;
+        const double *x = tb.arms + (t * K + index) * d;
         dsyr("L", &n, &unit, x, &one, a, &n, 1);
         dsyr("L", &n, &unit, x, &one, a_ep, &n, 1);
         add_reward(b_ep, x, r, d);
@@ -856,7 +866,7 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
     double *z = leaf + d1 * d1;
-    f_int n = (f_int)d, one = 1, kk = (f_int)K, info = 0;
+    f_int n = (f_int)d, one = 1, info = 0;
     npy_intp cells = d1 * d1, start = t;
     npy_intp unit_steps[2] = {sizeof(double), sizeof(double)};
     char *rint_args[2] = {(char *)leaf, (char *)leaf};
@@ -880,13 +890,11 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
             failed = lapack_failed("Cholesky solve", info);
             break;
         }
-        const double *arms_t = tb.arms + t * K * d;
-        if ((failed = score(ACTION_UCB, n, kk, sc.factor, arms_t, theta, scale, NULL,
-                            sc.sample, sc.products, sc.w_obj, sc.scores)) < 0)
+        npy_intp index;
+        double r;
+        if ((failed = ucb_pull(&tb, t, sc.factor, theta, scale, &sc, &index, &r)) < 0)
             break;
-        npy_intp index = argmax(sc.scores, K);
-        double r = pull(&tb, t, index);
-        memcpy(z, arms_t + index * d, sizeof(double) * (size_t)d);
+        memcpy(z, tb.arms + (t * K + index) * d, sizeof(double) * (size_t)d);
         z[d] = r;
         for (npy_intp i = 0; i < d1; i++)
             for (npy_intp j = 0; j < d1; j++)
