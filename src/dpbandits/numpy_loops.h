@@ -49,4 +49,13 @@ static int find_loop(PyObject *numpy, const char *name, int nin, Loop *loop)
     return -1;
 }
 
+/* out[j] = f(in[j]) for j < m by a one-input loop, on contiguous float64 (in may be out). */
+static void apply(const Loop *loop, double *in, double *out, npy_intp m)
+{
+    char *args[2] = {(char *)in, (char *)out};
+    npy_intp dimensions[1] = {m};
+    npy_intp steps[2] = {sizeof(double), sizeof(double)};
+    loop->function(args, dimensions, steps, loop->data);
+}
+
 #endif

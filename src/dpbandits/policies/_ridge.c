@@ -832,7 +832,7 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
                         "native int64 vectors, offsets of stop - t + 1 values");
         return NULL;
     }
-    /* copies, checked once: nothing a signal handler does to the arrays reaches the loop */
+    /* copies, checked once: neither a signal handler nor the loop's writes can change them */
     npy_intp n_ops = PyArray_DIM(ops_arr, 0);
     npy_int64 *offsets = malloc(sizeof(npy_int64) * (size_t)(rounds + 1 + n_ops));
     if (offsets == NULL)
@@ -851,11 +851,10 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
                         "from 0 to len(ops) and each op name one of the noises");
         return NULL;
     }
-    Use own[7] = {{"released", released_obj, 1}, {"base", base_obj, 0},
-                  {"shift", shift_obj, 0}, {"theta", theta_obj, 1}, {"noises", noises_obj, 0},
-                  {"ops", ops_obj, 0}, {"offsets", offsets_obj, 0}};
+    Use own[5] = {{"released", released_obj, 1}, {"base", base_obj, 0},
+                  {"shift", shift_obj, 0}, {"theta", theta_obj, 1}, {"noises", noises_obj, 0}};
     Scratch sc;
-    if (apart_with(&tb, own, 7) < 0 || scratch_for(d, K, 1, &sc) < 0) {
+    if (apart_with(&tb, own, 5) < 0 || scratch_for(d, K, 1, &sc) < 0) {
         free(offsets);
         return NULL;
     }
@@ -868,8 +867,6 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
     double *z = leaf + d1 * d1;
     f_int n = (f_int)d, one = 1, info = 0;
     npy_intp cells = d1 * d1, start = t;
-    npy_intp unit_steps[2] = {sizeof(double), sizeof(double)};
-    char *rint_args[2] = {(char *)leaf, (char *)leaf};
     int why = TREE_AT_STOP, failed = 0;
     for (; t < stop; t++) {
         if (((t - start) & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
@@ -909,7 +906,7 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
             }
             for (npy_intp k = 0; k < cells; k++)
                 leaf[k] /= grid;
-            rint_loop.function(rint_args, &cells, unit_steps, rint_loop.data);
+            apply(&rint_loop, leaf, leaf, cells);
             for (npy_intp k = 0; k < cells; k++)
                 leaf[k] *= grid;
         }

@@ -25,15 +25,6 @@ static Loop exp_loop, log1p_loop;
 
 #define N_LIMIT ((Py_ssize_t)1 << 20)  /* orders up to 2^20: far above any the accountant uses */
 
-/* out[j] = f(in[j]) for j < m by numpy's loop. */
-static void apply(const Loop *loop, double *in, double *out, npy_intp m)
-{
-    char *args[2] = {(char *)in, (char *)out};
-    npy_intp dimensions[1] = {m};
-    npy_intp steps[2] = {sizeof(double), sizeof(double)};
-    loop->function(args, dimensions, steps, loop->data);
-}
-
 /* The larger, NaN if either is NaN: numpy's maximum wherever the two differ from ±0 (the
  * triangle never holds -0.0, so the sign numpy gives max(-0.0, 0.0) does not arise). */
 static inline double maximum(double a, double b)
