@@ -202,6 +202,42 @@ def test_trials_on_one_table_play_in_lockstep_and_close_every_ledger(refuse: boo
                    [Table(TABLE) for _ in range(2)])
 
 
+class TrialTable(Table):
+    """A table of rounds whose trials' outcomes differ: arm i of round t pays t·10 + i + trial
+    and has regret −that, as `pull` and `outcome_tables` give it (or, `own_pull`, as a `pull`
+    the class overrides without saying what its tables are)."""
+
+    def __init__(self, table: np.ndarray, trial: int) -> None:
+        super().__init__(table)
+        self.trial = trial
+
+    def pull(self, t: int, index: int) -> tuple[float, float]:
+        value = float(10 * t + index + self.trial)
+        return value, -value
+
+    def outcome_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        rounds, arms = np.indices(self.contexts.shape[:2])
+        values = 10.0 * rounds + arms + self.trial
+        return values, -values
+
+
+class OwnPull(TrialTable):
+    def pull(self, t: int, index: int) -> tuple[float, float]:
+        return 0.5, 0.25
+
+
+@pytest.mark.parametrize("cls", [TrialTable, OwnPull])
+def test_lockstep_outcomes_are_each_trials_pulls(cls: type[TrialTable]) -> None:
+    """Read from the stacked outcome tables, or from `pull` where a subclass overrides it."""
+    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
+    results = run_trials(policies, [cls(TABLE, trial) for trial in range(2)])
+    for trial, result in enumerate(results):
+        env = cls(TABLE, trial)
+        pulls = np.array([env.pull(t, t % 3) for t in range(len(TABLE))])
+        assert result.reward.tolist() == pulls[:, 0].tolist()
+        assert result.regret.tolist() == pulls[:, 1].tolist()
+
+
 def test_trials_on_different_tables_play_one_after_another() -> None:
     policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
     run_trials(policies, [Table(TABLE), Table(TABLE.copy())])

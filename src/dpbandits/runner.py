@@ -128,15 +128,42 @@ def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
     actions = np.empty((len(envs), horizon), dtype=np.int64)
     arms_at = _arm_source(policies[0], envs[0])
     pulls = [env.pull for env in envs]
+    tables = _stacked_outcomes(envs, horizon)
+    trials = np.arange(len(envs))
     for t in range(horizon):
         arms = arms_at(t)
         chosen = lockstep.select(t, arms)
         actions[:, t] = chosen
-        for i, pull in enumerate(pulls):
-            reward[i, t], regret[i, t] = pull(t, int(chosen[i]))
+        if tables is None:
+            for i, pull in enumerate(pulls):
+                reward[i, t], regret[i, t] = pull(t, int(chosen[i]))
+        else:
+            reward[:, t] = tables[0][trials, t, chosen]
+            regret[:, t] = tables[1][trials, t, chosen]
         lockstep.update(t, arms[chosen], reward[:, t])
     lockstep.close()
     return regret, reward, actions
+
+
+def _stacked_outcomes(envs: Sequence[RoundEnvironment], horizon: int
+                      ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Every environment's reward and regret tables stacked (trial, round, arm), what their
+    `pull`s give; None where one has none (or has them from another class than `pull`)."""
+    rewards, regrets = [], []
+    for env in envs:
+        tables_of = getattr(env, "outcome_tables", None)
+        if tables_of is None or _defines(type(env), "outcome_tables") is not _defines(
+                type(env), "pull"):
+            return None
+        outcomes = tables_of()
+        if outcomes is None or any(len(o) < horizon for o in outcomes):
+            return None
+        rewards.append(outcomes[0][:horizon])
+        regrets.append(outcomes[1][:horizon])
+    if len({r.shape for r in rewards + regrets}) != 1:
+        return None
+    return (np.stack(rewards).astype(float, copy=False),
+            np.stack(regrets).astype(float, copy=False))
 
 
 def _arm_source(policy: Policy, env: RoundEnvironment) -> Callable[[int], np.ndarray]:

@@ -133,17 +133,30 @@ def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray
                          ) -> float | np.ndarray:
     """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0: a
     float for one pair, an array for stacks of them."""
-    w = vecs / np.sqrt(vals)[..., None, :]
+    return gen_eig_max_white(a, whitening(vals, vecs))
+
+
+def whitening(vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
+    """W = vecs·diag(vals)^(-1/2), so that WᵀBW = I for B = vecs·diag(vals)·vecsᵀ."""
+    return vecs / np.sqrt(vals)[..., None, :]
+
+
+def gen_eig_max_white(a: np.ndarray, w: np.ndarray) -> float | np.ndarray:
+    """Largest eigenvalue of the symmetrised WᵀAW: `gen_eig_max_whitened` with W given."""
     m = transpose(w) @ a @ w
-    top = small_linalg.eigvalsh(0.5 * (m + transpose(m)))[..., -1]
+    m2 = m + transpose(m)
+    m2 *= 0.5
+    top = small_linalg.eigvalsh(m2)[..., -1]
     return float(top) if top.ndim == 0 else top
 
 
 def inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """‖x_i‖²_{A⁻¹} for the rows of x, A = vecs·diag(vals)·vecsᵀ (for stacks of (vals, vecs),
-    one row of results per matrix)."""
+    """‖x_i‖²_{A⁻¹} for the rows of x (2-d), A = vecs·diag(vals)·vecsᵀ (for stacks of
+    (vals, vecs), one row of results per matrix)."""
     p = x @ vecs
-    return (p * p / vals[..., None, :]).sum(axis=-1)
+    p *= p
+    p /= vals[..., None, :]
+    return p.sum(axis=-1)
 
 
 GLM_AUDIT_NOTE = ("paper mode triggers a θ_w fit from user 0's own contexts without noise (its "

@@ -19,8 +19,9 @@ from dpbandits.policies.private_glm import (
     AB8FD16_LOG_DET_RATIO,
     E,
     PrivateGLM,
-    gen_eig_max_whitened,
+    gen_eig_max_white,
     inverse_norms,
+    whitening,
 )
 from dpbandits.privacy.tree import StackedTrees
 from dpbandits.small_linalg import slogdet_stack
@@ -41,9 +42,9 @@ def stacked_outer(rows: np.ndarray) -> np.ndarray:
     return rows[:, :, None] * rows[:, None, :]
 
 
-def rows_of(array: np.ndarray, mask: np.ndarray, every: bool) -> np.ndarray:
-    """`array[mask]`; the array itself when `every` says the mask selects every row."""
-    return array if every else array[mask]
+def rows_of(array: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """`array[mask]`; the array itself for the mask None, which selects every row."""
+    return array if mask is None else array[mask]
 
 
 def _key(policy: PrivateGLM) -> tuple:
@@ -79,18 +80,26 @@ class PrivateGLMLockstep(Lockstep):
         self.h_cur = stack(lambda p: p.h_cur)
         self.hp_vals = stack(lambda p: p.h_prev_eig[0])
         self.hp_vecs = stack(lambda p: p.h_prev_eig[1])
+        self.hp_white = whitening(self.hp_vals, self.hp_vecs)  # changes with H_prev only
         self.theta_w, self.theta_tau = stack(lambda p: p.theta_w), stack(lambda p: p.theta_tau)
+        self.centre = 0.5 * (self.theta_w + self.theta_tau)  # changes with the fits only
+        self.eliminating = self.theta_w.any(axis=1)  # with θ_w = 0 elimination keeps every arm
         self.stop2 = np.array([p.stop2 for p in policies])
+        self.any_stop2 = bool(self.stop2.any())
         self.n_nw = np.array([p.n_nw for p in policies])
         self.znw_x, self.znw_y = stack(lambda p: p.znw_x), stack(lambda p: p.znw_y)
         for i, p in enumerate(policies):  # the policies' fits read Z_nw from here
             p.znw_x, p.znw_y = self.znw_x[i], self.znw_y[i]
         self.warm = np.zeros(len(policies), dtype=bool)
+        self.n_warm = 0
+        self.no_leaves = np.empty((0, first.problem.d, first.problem.d))
         if self.strict:  # the private counter of Criterion-I samples and the θ_w fits it starts
             self.counter = StackedTrees([p.counter for p in policies])
             self.count_margin = first.count_margin
             self.n1 = np.array([p.n1 for p in policies])
             self.stop1 = np.array([p.stop1 for p in policies])
+            self.none_collected = np.zeros(len(policies), dtype=bool)
+            self.no_counts = np.empty((0, 1, 1))
         if self.ab8fd16:  # its Criterion II: the running maxima of log det H_cur and H_prev
             self.logdet_cur = np.array([p.logdet_cur for p in policies])
             self.logdet_prev = np.array([p.logdet_prev for p in policies])
@@ -113,37 +122,44 @@ class PrivateGLMLockstep(Lockstep):
         """`PrivateGLM.select` of every trial; the H release of warm trials moves to `update`
         (nothing reads it in between)."""
         if self.strict:  # Criterion II in every round, before Criterion I
-            self._criterion_two(t, self.everyone, True)
+            self._criterion_two(t, None)
         norms = inverse_norms(arms, self.v_vals, self.v_vecs)
         best = norms.argmax(axis=1)
         top = norms[self.rows, best]
         warm = top > self.thr_w  # Criterion I
-        x = arms[best[warm]]
-        self.vtree.advance(warm, stacked_outer(x) / (1.0 + top[warm])[:, None, None])
+        n_warm = int(np.count_nonzero(warm))
+        if n_warm:
+            leaves = stacked_outer(arms[best[warm]])
+            leaves /= (1.0 + top[warm])[:, None, None]
+            self.vtree.advance(warm, leaves)
+        else:
+            self.vtree.advance(warm, self.no_leaves)
         self.v_vals, self.v_vecs = self.vtree.query_eigh()
-        self.warm = warm
-        cold = ~warm
-        if cold.any():
-            all_cold = not warm.any()
-            if self.ab8fd16:
-                self._criterion_two_ab8fd16(t, cold)
-            elif not self.strict:
-                self._criterion_two(t, cold, all_cold)
-            best[cold] = self._ucb(arms, cold, all_cold)
+        self.warm, self.n_warm = warm, n_warm
+        if n_warm == len(warm):
+            return best
+        cold = None if n_warm == 0 else ~warm
+        if self.ab8fd16:
+            self._criterion_two_ab8fd16(t, ~warm)
+        elif not self.strict:
+            self._criterion_two(t, cold)
+        if cold is None:
+            return self._ucb(arms, None)
+        best[cold] = self._ucb(arms, cold)
         return best
 
-    def _criterion_two(self, t: int, rows: np.ndarray, every: bool) -> None:
-        """`gen_eig_max_whitened(H_cur, H_prev)` of these trials still switching; a trial above
-        f_sw switches through its policy."""
-        check = rows & ~self.stop2
-        every = every and not self.stop2.any()
-        if not (every or check.any()):
-            return
-        top = gen_eig_max_whitened(rows_of(self.h_cur, check, every),
-                                   rows_of(self.hp_vals, check, every),
-                                   rows_of(self.hp_vecs, check, every))
-        for i in self.rows[check][top > self.switch_above]:
-            self._switch(t, i)
+    def _criterion_two(self, t: int, rows: np.ndarray | None) -> None:
+        """`gen_eig_max_whitened(H_cur, H_prev)` of these trials (a mask; None: every trial)
+        still switching; a trial above f_sw switches through its policy."""
+        if self.any_stop2:
+            rows = ~self.stop2 if rows is None else rows & ~self.stop2
+            if not rows.any():
+                return
+        above = gen_eig_max_white(rows_of(self.h_cur, rows),
+                                  rows_of(self.hp_white, rows)) > self.switch_above
+        if above.any():
+            for i in rows_of(self.rows, rows)[above]:
+                self._switch(t, i)
 
     def _criterion_two_ab8fd16(self, t: int, cold: np.ndarray) -> None:
         """ab8fd16's Criterion II: a switch when max log det H_cur ≥ ln 2 + max log det H_prev."""
@@ -157,29 +173,39 @@ class PrivateGLMLockstep(Lockstep):
         policy.h_cur, policy.n_nw = self.h_cur[i].copy(), int(self.n_nw[i])
         policy.switch(t)
         self.hp_vals[i], self.hp_vecs[i] = policy.h_prev_eig
-        self.theta_tau[i] = policy.theta_tau
+        self.hp_white[i] = whitening(self.hp_vals[i], self.hp_vecs[i])
+        self._estimates(i, policy)
         self.stop2[i] = policy.stop2
+        self.any_stop2 = self.any_stop2 or policy.stop2
         if self.ab8fd16:
             self.logdet_prev[i] = policy.logdet_prev
 
-    def _ucb(self, arms: np.ndarray, cold: np.ndarray, all_cold: bool) -> np.ndarray:
-        """The UCB action of the trials without a Criterion-I arm, after elimination by θ_w."""
-        theta_w = rows_of(self.theta_w, cold, all_cold)
-        centre = 0.5 * (theta_w + rows_of(self.theta_tau, cold, all_cold))
-        score = stacked_scores(arms, centre) + self.beta * np.sqrt(inverse_norms(
-            arms, rows_of(self.hp_vals, cold, all_cold), rows_of(self.hp_vecs, cold, all_cold)))
-        eliminating = theta_w.any(axis=1)  # with θ_w = 0 the elimination keeps every arm
+    def _estimates(self, i: int, policy: PrivateGLM) -> None:
+        """Trial i's θ_w and θ_τ after a fit, and what is kept from them."""
+        self.theta_w[i], self.theta_tau[i] = policy.theta_w, policy.theta_tau
+        self.centre[i] = 0.5 * (self.theta_w[i] + self.theta_tau[i])
+        self.eliminating[i] = self.theta_w[i].any()
+
+    def _ucb(self, arms: np.ndarray, cold: np.ndarray | None) -> np.ndarray:
+        """The UCB action of the trials without a Criterion-I arm (a mask; None: every trial),
+        after elimination by θ_w."""
+        bonus = inverse_norms(arms, rows_of(self.hp_vals, cold), rows_of(self.hp_vecs, cold))
+        np.sqrt(bonus, out=bonus)
+        bonus *= self.beta
+        score = stacked_scores(arms, rows_of(self.centre, cold))
+        score += bonus
+        eliminating = rows_of(self.eliminating, cold)
         if eliminating.any():
-            every = bool(eliminating.all())
-            v_vals = rows_of(rows_of(self.v_vals, cold, all_cold), eliminating, every)
-            v_vecs = rows_of(rows_of(self.v_vecs, cold, all_cold), eliminating, every)
+            mask = None if eliminating.all() else eliminating
+            v_vals = rows_of(rows_of(self.v_vals, cold), mask)
+            v_vecs = rows_of(rows_of(self.v_vecs, cold), mask)
             width = self.width_scale * np.sqrt(inverse_norms(arms, v_vals, v_vecs))
-            centre_w = stacked_scores(arms, rows_of(theta_w, eliminating, every))
+            centre_w = stacked_scores(arms, rows_of(rows_of(self.theta_w, cold), mask))
             keep = centre_w + width >= (centre_w - width).max(axis=1, keepdims=True)
-            if every:
+            if mask is None:
                 score = np.where(keep, score, -np.inf)
             else:
-                score[eliminating] = np.where(keep, score[eliminating], -np.inf)
+                score[mask] = np.where(keep, score[mask], -np.inf)
         return score.argmax(axis=1)
 
     # ------------------------------------------------------------------ update
@@ -188,19 +214,26 @@ class PrivateGLMLockstep(Lockstep):
         """`PrivateGLM.update` of every trial: warm trials through their policy (Z_w, and the
         paper's θ_w fits), the others' Z_nw and H leaves stacked; then every trial's H release
         and, strict, its counter and the θ_w fits the counter starts."""
-        warm = self.warm
-        collected = np.zeros(len(warm), dtype=bool)
-        for i in self.rows[warm]:
-            collected[i] = self._warm_update(t, i, chosen[i], float(rewards[i]))
-        all_cold = not warm.any()
-        cold = ~warm
-        rows = self.rows if all_cold else self.rows[cold]
-        x = rows_of(chosen, cold, all_cold)
-        self.znw_x[rows, self.n_nw[rows]] = x
-        self.znw_y[rows, self.n_nw[rows]] = rewards[rows]
-        self.n_nw[rows] += 1
-        weight = self.link.dot(stacked_dot(x, rows_of(self.theta_w, cold, all_cold))) / E
-        self.htree.advance(None if all_cold else cold, weight[:, None, None] * stacked_outer(x))
+        warm, n_warm = self.warm, self.n_warm
+        collected = self.none_collected if self.strict else None
+        if n_warm:
+            collected = np.zeros(len(warm), dtype=bool)
+            for i in self.rows[warm]:
+                collected[i] = self._warm_update(t, i, chosen[i], float(rewards[i]))
+        if n_warm < len(warm):
+            cold = None if n_warm == 0 else ~warm
+            rows = rows_of(self.rows, cold)
+            x = rows_of(chosen, cold)
+            slots = self.n_nw[rows]
+            self.znw_x[rows, slots] = x
+            self.znw_y[rows, slots] = rewards[rows]
+            self.n_nw[rows] += 1
+            leaves = stacked_outer(x)
+            leaves *= (self.link.dot(stacked_dot(x, rows_of(self.theta_w, cold))) / E
+                       )[:, None, None]
+            self.htree.advance(cold, leaves)
+        else:
+            self.htree.advance(None, self.no_leaves)
         self.h_cur = self.htree.query()
         if self.ab8fd16:  # max(running maximum, log det H_cur), as Python's max picks
             sign, value = slogdet_stack(self.h_cur)
@@ -217,19 +250,20 @@ class PrivateGLMLockstep(Lockstep):
         policy._warm, policy.n_nw = True, int(self.n_nw[i])
         policy.update(t, x, r)
         self.n_nw[i] = policy.n_nw
-        self.theta_w[i], self.theta_tau[i] = policy.theta_w, policy.theta_tau
+        self._estimates(i, policy)
         return False
 
     def _count(self, t: int, collected: np.ndarray) -> None:
         """Strict: the counter's next leaf (1 for a sample added to Z_w) and release; a trial
         whose released count reaches n₁ + 1 plus the margin fits θ_w through its policy."""
-        self.counter.advance(collected, np.ones((int(collected.sum()), 1, 1)))
+        n = int(np.count_nonzero(collected))
+        self.counter.advance(collected, np.ones((n, 1, 1)) if n else self.no_counts)
         released = self.counter.query_raw()[:, 0, 0]
         for i in self.rows[~self.stop1 & (released - self.count_margin >= self.n1 + 1)]:
             policy = self.policies[i]
             policy.count_check(t, float(released[i]))
             self.n1[i], self.stop1[i] = policy.n1, policy.stop1
-            self.theta_w[i], self.theta_tau[i] = policy.theta_w, policy.theta_tau
+            self._estimates(i, policy)
 
     def close(self) -> None:
         for i, policy in enumerate(self.policies):

@@ -239,6 +239,16 @@ def transpose(matrices: np.ndarray) -> np.ndarray:
     return np.swapaxes(matrices, -1, -2)
 
 
+def symmetrised_shifted(raw: np.ndarray, shift: float) -> np.ndarray:
+    """0.5·(M + Mᵀ) + shift·I for each matrix of a stack (or the one matrix), in a new array:
+    the same operations as `0.5 * (m + m.T)` and `m[diag] += shift`, with one temporary."""
+    out = raw + transpose(raw)
+    out *= 0.5
+    dim = out.shape[-1]
+    out.reshape(*out.shape[:-2], dim * dim)[..., :: dim + 1] += shift  # a view: out is new
+    return out
+
+
 def gershgorin_short(raw: np.ndarray, floor: float) -> np.ndarray:
     """Per matrix of a stack (or for one matrix): whether Gershgorin's discs fail to put every
     eigenvalue at or above `floor`, so that `MatrixTree.query` must repair it."""
@@ -316,7 +326,6 @@ class MatrixTree:
         self.count = 0
         self._prefix = np.zeros((dim, dim))
         self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
-        self._diagonal = np.diag_indices(self.dim)
         if self.exact and self.sigma_node > 0:  # diagonal σ, above the diagonal σ/√2
             assert isinstance(noise, ExactNoise)
             sigma_above = self.sigma_node / math.sqrt(2.0)
@@ -436,10 +445,7 @@ class MatrixTree:
 
     def query_raw(self) -> np.ndarray:
         """shift·I + noisy prefix sum, symmetrised, without PSD repair (unbiased)."""
-        out = self._data_sum() + self._cover_noise()
-        out = 0.5 * (out + out.T)
-        out[self._diagonal] += self.shift
-        return out
+        return symmetrised_shifted(self._data_sum() + self._cover_noise(), self.shift)
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
         """Eigen-decomposition (clipped eigenvalues, eigenvectors) of the PSD-repaired release."""
@@ -480,7 +486,6 @@ class StackedTrees:
             tree._cover_sums = table  # the tree's own table, not a second copy
         self.node_sums = (None if first._node_sums is None
                           else np.stack([tree._node_sums for tree in trees]))
-        self.diagonal = (slice(None), *np.diag_indices(first.dim))
 
     @staticmethod
     def accepts(trees: list[MatrixTree]) -> bool:
@@ -524,10 +529,7 @@ class StackedTrees:
 
     def query_raw(self) -> np.ndarray:
         """Every tree's `query_raw`."""
-        out = self._data_sum() + self.cover[:, self.count]
-        out = 0.5 * (out + transpose(out))
-        out[self.diagonal] += self.shift
-        return out
+        return symmetrised_shifted(self._data_sum() + self.cover[:, self.count], self.shift)
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
         """Every tree's `query_eigh`."""
