@@ -1,5 +1,5 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
-`dpbandits.instances._ball`, `dpbandits.policies._ridge`); all other
+`dpbandits.instances._ball`, `dpbandits.policies._ridge`, `dpbandits._design`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -26,6 +26,13 @@ setup(
         Extension(
             "dpbandits.policies._ridge",
             sources=["src/dpbandits/policies/_ridge.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits._design",
+            sources=["src/dpbandits/_design.c"],
             depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],

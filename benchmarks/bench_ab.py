@@ -30,7 +30,8 @@ from machine import machine_line
 from dpbandits.config import experiment_shards, load_config
 
 REPO = Path(__file__).resolve().parents[1]
-EXTENSIONS = ("src/dpbandits/privacy/_exact", "src/dpbandits/instances/_ball")
+EXTENSIONS = ("src/dpbandits/privacy/_exact", "src/dpbandits/privacy/_wbk", "src/dpbandits/_design",
+              "src/dpbandits/policies/_ridge", "src/dpbandits/instances/_ball")
 TIMED = """
 import json, sys, time
 from dpbandits.instances.registry import build_instance
@@ -64,8 +65,9 @@ def checkout(rev: str, where: Path) -> Path:
     """`rev` as a worktree at `where`, with built C extensions; returns its src folder."""
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(where),
                     rev], check=True, capture_output=True)
-    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev, "--", "setup.py",
-                           *(f"{e}.c" for e in EXTENSIONS)]).returncode == 0
+    sources = ["setup.py", "src/dpbandits/numpy_loops.h", *(f"{e}.c" for e in EXTENSIONS)]
+    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev, "--",
+                           *sources]).returncode == 0
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's build
     built = [REPO / f"{e}{suffix}" for e in EXTENSIONS if (REPO / f"{e}{suffix}").is_file()]
     if same and len(built) == len(EXTENSIONS):

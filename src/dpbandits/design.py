@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits import small_linalg
+from dpbandits import _design, small_linalg
 from dpbandits.errors import ConfigError
 
 RANK_TOL = 1e-10
@@ -48,53 +48,23 @@ def leverages(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return small_linalg.einsum("ij,ij->j", z, z)
 
 
-def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
-    """k rows picked by largest residual norm with Gram–Schmidt deflation.
-
-    The greedy start of docs/linear.md, "G-optimal design".
-    """
-    residual = np.array(x, dtype=float, copy=True)
-    k = x.shape[1]
-    chosen: list[int] = []
-    for _ in range(k):
-        norms = small_linalg.einsum("ij,ij->i", residual, residual)
-        norms[chosen] = -1.0
-        j = int(norms.argmax())
-        chosen.append(j)
-        u = residual[j] / np.sqrt(norms[j])
-        residual -= (residual @ u)[:, None] * u
-    return np.array(chosen, dtype=int)
-
-
 def frank_wolfe(
     x: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
 ) -> tuple[np.ndarray, float, int]:
-    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search.
+    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search, for x of full
+    column rank k.
 
-    Lattimore & Szepesvári, Bandit Algorithms, Ch. 21 (Kiefer–Wolfowitz).
-    V(π)^{-1} is carried by Sherman–Morrison rank-one updates; the final g is recomputed from a
-    Cholesky factorisation.
+    Lattimore & Szepesvári, Bandit Algorithms, Ch. 21 (Kiefer–Wolfowitz). The start is
+    uniform on k rows picked greedily by largest residual norm with Gram–Schmidt deflation
+    (docs/linear.md, "G-optimal design"); each step moves λ = (g/k − 1)/(g − 1) of the weight
+    to the row of largest leverage g, and V(π)⁻¹ follows by Sherman–Morrison,
+    ((1 − λ)V + λxxᵀ)⁻¹ = (V⁻¹ − uuᵀλ/(1 − λ + λg))/(1 − λ), u = V⁻¹x. The loop runs compiled
+    (`_design.frank_wolfe`, numpy's own kernels: tests/test_design.py checks its bits against
+    the numpy formulation); the final g is recomputed from a Cholesky factorisation.
     """
-    n, k = x.shape
-    weights = np.zeros(n)
-    start = greedy_spanning_set(x)
-    weights[start] = 1.0 / k
-    xs = x[start]
-    v_inv = small_linalg.solve(xs.T @ xs / k, np.eye(k))
-    it = 0
-    while True:
-        h = small_linalg.einsum("ij,ij->i", x @ v_inv, x)
-        j = int(h.argmax())
-        g = float(h[j])
-        if g <= (1.0 + tol) * k or it >= max_iter:
-            break
-        step = (g / k - 1.0) / (g - 1.0)
-        weights *= 1.0 - step
-        weights[j] += step
-        # ((1 − λ)V + λ x xᵀ)^{-1} by Sherman–Morrison.
-        u = v_inv @ x[j]
-        v_inv = (v_inv - u[:, None] * u * (step / (1.0 - step + step * g))) / (1.0 - step)
-        it += 1
+    x = np.ascontiguousarray(x, dtype=float)
+    k = x.shape[1]
+    weights, it = _design.frank_wolfe(x, float(tol), int(max_iter))
     g = float(leverages(x, weights).max())
     if g > 2 * k * (1 + 1e-9):
         raise RuntimeError(f"Frank–Wolfe did not reach g <= 2k = {2 * k} in {max_iter} steps")

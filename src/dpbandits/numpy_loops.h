@@ -1,7 +1,7 @@
 /*
  * numpy's own compiled inner loops, taken from a ufunc's `functions` table, for the C
  * extensions that must give numpy's bits without a Python call per operation
- * (`privacy/_wbk.c`, `policies/_ridge.c`). Include after numpy/ufuncobject.h.
+ * (`privacy/_wbk.c`, `policies/_ridge.c`, `_design.c`). Include after numpy/ufuncobject.h.
  */
 #ifndef DPBANDITS_NUMPY_LOOPS_H
 #define DPBANDITS_NUMPY_LOOPS_H
@@ -11,20 +11,23 @@ typedef struct {
     void *data;
 } Loop;
 
-/* The loop of ufunc `numpy.<name>` whose `nin` inputs and one output are all float64. */
-static int find_loop(PyObject *numpy, const char *name, int nin, Loop *loop)
+/* The loop of ufunc `<module>.<name>` (numpy or one of its modules, such as
+ * `numpy.linalg._umath_linalg`) whose `nin` inputs and one output are all float64. */
+static int find_loop(PyObject *module, const char *name, int nin, Loop *loop)
 {
-    PyObject *object = PyObject_GetAttrString(numpy, name);
+    PyObject *object = PyObject_GetAttrString(module, name);
     if (object == NULL)
         return -1;
-    PyObject *ufunc_type = PyObject_GetAttrString(numpy, "ufunc");
+    PyObject *numpy = PyImport_ImportModule("numpy");
+    PyObject *ufunc_type = numpy == NULL ? NULL : PyObject_GetAttrString(numpy, "ufunc");
+    Py_XDECREF(numpy);
     int is_ufunc = ufunc_type != NULL && PyType_Check(ufunc_type)
                    && PyObject_TypeCheck(object, (PyTypeObject *)ufunc_type);
     Py_XDECREF(ufunc_type);
     if (!is_ufunc) {
         Py_DECREF(object);
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_RuntimeError, "numpy.%s is not a numpy ufunc", name);
+            PyErr_Format(PyExc_RuntimeError, "%s is not a numpy ufunc", name);
         return -1;
     }
     PyUFuncObject *ufunc = (PyUFuncObject *)object;
@@ -39,18 +42,18 @@ static int find_loop(PyObject *numpy, const char *name, int nin, Loop *loop)
         loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
         Py_DECREF(object);
         if (loop->function == NULL) {
-            PyErr_Format(PyExc_RuntimeError, "numpy.%s's float64 loop is not available", name);
+            PyErr_Format(PyExc_RuntimeError, "%s's float64 loop is not available", name);
             return -1;
         }
         return 0;
     }
     Py_DECREF(object);
-    PyErr_Format(PyExc_RuntimeError, "numpy.%s has no float64 loop", name);
+    PyErr_Format(PyExc_RuntimeError, "%s has no float64 loop", name);
     return -1;
 }
 
 /* out[j] = f(in[j]) for j < m by a one-input loop, on contiguous float64 (in may be out). */
-static void apply(const Loop *loop, double *in, double *out, npy_intp m)
+static inline void apply(const Loop *loop, double *in, double *out, npy_intp m)
 {
     char *args[2] = {(char *)in, (char *)out};
     npy_intp dimensions[1] = {m};
