@@ -1,5 +1,6 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
-`dpbandits.instances._ball`, `dpbandits.policies._ridge`, `dpbandits._design`); all other
+`dpbandits.instances._ball`, `dpbandits.policies._ridge`,
+`dpbandits._stacked`, `dpbandits._design`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -26,6 +27,13 @@ setup(
         Extension(
             "dpbandits.policies._ridge",
             sources=["src/dpbandits/policies/_ridge.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits._stacked",
+            sources=["src/dpbandits/_stacked.c"],
             depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpbandits import _stacked
 from dpbandits.policies.base import Lockstep
 from dpbandits.policies.private_glm import (
     AB8FD16_LOG_DET_RATIO,
@@ -155,8 +156,10 @@ class PrivateGLMLockstep(Lockstep):
             rows = ~self.stop2 if rows is None else rows & ~self.stop2
             if not rows.any():
                 return
-        above = gen_eig_max_white(rows_of(self.h_cur, rows),
-                                  rows_of(self.hp_white, rows)) > self.switch_above
+        h, w = rows_of(self.h_cur, rows), rows_of(self.hp_white, rows)
+        above = _stacked.above(h, w, self.switch_above)
+        if above is None:  # an eigenvalue not finite: numpy's calls raise or say
+            above = gen_eig_max_white(h, w) > self.switch_above
         if above.any():
             for i in rows_of(self.rows, rows)[above]:
                 self._switch(t, i)

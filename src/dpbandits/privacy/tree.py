@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from dpbandits import small_linalg
+from dpbandits import _stacked, small_linalg
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import ExactNoise, Noise
@@ -511,13 +511,12 @@ class StackedTrees:
         if not len(leaves):
             return
         leaves = self.trees[0].snap(leaves)
-        rows = slice(None) if rows is None else rows
-        self.prefix[rows] += leaves
-        if self.node_sums is not None:
-            node = (1 << (self.height - 1)) + self.count - 1
-            while node > 0:
-                self.node_sums[rows, node] += leaves
-                node //= 2
+        self.prefix[slice(None) if rows is None else rows] += leaves
+        if self.node_sums is not None:  # the leaf's node and its ancestors, each added once
+            leaf = (1 << (self.height - 1)) + self.count - 1
+            path = [leaf >> k for k in range(leaf.bit_length())]
+            cells = (slice(None), path) if rows is None else np.ix_(np.flatnonzero(rows), path)
+            self.node_sums[cells] += leaves[:, None]
 
     def _data_sum(self) -> np.ndarray:
         if self.node_sums is None:
@@ -532,13 +531,19 @@ class StackedTrees:
         return symmetrised_shifted(self._data_sum() + self.cover[:, self.count], self.shift)
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every tree's `query_eigh`."""
-        return clipped_eigh(self.query_raw(), self.floor)
+        """Every tree's `query_eigh` (compiled; numpy's calls where an eigenvalue is not
+        finite, to raise or return what they give)."""
+        released = _stacked.release_eigh(self._data_sum(), self.cover[:, self.count],
+                                         self.shift, self.floor)
+        return clipped_eigh(self.query_raw(), self.floor) if released is None else released
 
     def query(self) -> np.ndarray:
-        """Every tree's `query`."""
-        raw = self.query_raw()
-        short = gershgorin_short(raw, self.floor)
+        """Every tree's `query` (the release and its Gershgorin test compiled; numpy's test
+        where a disc is too close to the floor for the compiled one to say)."""
+        raw, short = _stacked.release(self._data_sum(), self.cover[:, self.count], self.shift,
+                                      self.floor)
+        if short is None:
+            short = gershgorin_short(raw, self.floor)
         if short.any():
             raw[short] = repaired(raw[short], self.floor)
         return raw

@@ -1,0 +1,127 @@
+"""The compiled kernels on stacks of small matrices (`_stacked.c`) against the numpy calls they
+stand for: the same bits, and the same decisions, including where a decision is close."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpbandits import _stacked
+from dpbandits.policies.private_glm import gen_eig_max_white, whitening
+from dpbandits.privacy.tree import clipped_eigh, gershgorin_short, symmetrised_shifted
+
+
+def parts(rng: np.random.Generator, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """A data stack and a cover stack sliced from a table, as `StackedTrees` passes them."""
+    data = rng.standard_normal((n, d, d)) * rng.choice([1e-3, 1.0, 1e3])
+    data = data + np.swapaxes(data, 1, 2)
+    table = rng.standard_normal((n, 4, d, d))
+    return data, table[:, 2]
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 20])
+def test_release_is_numpys_release_and_gershgorin_test(d: int) -> None:
+    rng = np.random.default_rng(d)
+    settled = 0
+    for _ in range(200):
+        data, cover = parts(rng, int(rng.integers(1, 12)), d)
+        shift, floor = float(rng.uniform(0, 30)), float(rng.choice([1e-12, 0.5, 5.0]))
+        raw, short = _stacked.release(data, cover, shift, floor)
+        expected = symmetrised_shifted(data + cover, shift)
+        assert raw.tobytes() == expected.tobytes()
+        if short is not None:
+            settled += 1
+            assert short.tolist() == gershgorin_short(expected, floor).tolist()
+    assert settled > 150
+
+
+def test_a_disc_on_the_floor_is_left_to_numpy() -> None:
+    """Centre − radius equal to the floor: too close for the compiled test, which says None;
+    a floor far below or above it settles."""
+    data = np.array([[[3.0, 1.0], [1.0, 3.0]]])
+    cover = np.zeros_like(data)
+    assert _stacked.release(data, cover, 0.0, 2.0)[1] is None
+    assert _stacked.release(data, cover, 0.0, 1.0)[1].tolist() == [False]
+    assert _stacked.release(data, cover, 0.0, 3.0)[1].tolist() == [True]
+
+
+@pytest.mark.parametrize("d", [1, 3, 5, 20])
+def test_release_eigh_is_numpys(d: int) -> None:
+    rng = np.random.default_rng(100 + d)
+    for _ in range(100):
+        data, cover = parts(rng, int(rng.integers(1, 12)), d)
+        shift, floor = float(rng.uniform(0, 30)), float(rng.choice([1e-12, 0.5, 40.0]))
+        vals, vecs = _stacked.release_eigh(data, cover, shift, floor)
+        expected = clipped_eigh(symmetrised_shifted(data + cover, shift), floor)
+        assert vals.tobytes() == expected[0].tobytes()
+        assert vecs.tobytes() == expected[1].tobytes()
+
+
+def test_release_eigh_leaves_non_finite_releases_to_numpy() -> None:
+    data = np.eye(3)[None].repeat(2, axis=0)
+    data[1, 0, 1] = np.nan
+    assert _stacked.release_eigh(data, np.zeros_like(data), 1.0, 1e-12) is None
+    data[1, 0, 1] = np.inf
+    assert _stacked.release_eigh(data, np.zeros_like(data), 1.0, 1e-12) is None
+
+
+def whitened_pairs(rng: np.random.Generator, n: int, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """H and W = whitening of a positive definite H_prev, H near H_prev (Criterion II's case)."""
+    g = rng.standard_normal((n, d, d))
+    prev = g @ np.swapaxes(g, 1, 2) + d * np.eye(d)
+    noise = rng.standard_normal((n, d, d)) * rng.uniform(0.0, 0.5)
+    h = prev + noise @ np.swapaxes(noise, 1, 2)
+    vals, vecs = np.linalg.eigh(prev)
+    return h, whitening(vals, vecs)
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 20])
+def test_above_is_numpys_decision(d: int) -> None:
+    """Thresholds far from, near and at the largest eigenvalue numpy computes; one ulp above
+    it flips numpy's decision, and the kernel's with it (negative control)."""
+    rng = np.random.default_rng(200 + d)
+    flips = 0
+    for _ in range(150):
+        h, w = whitened_pairs(rng, int(rng.integers(1, 12)), d)
+        top = gen_eig_max_white(h, w)
+        for threshold in (1.0 + 5.0 / (8.0 * math.sqrt(d)) + 0.05, float(top[0]),
+                          math.nextafter(float(top[0]), -math.inf), float(np.median(top)),
+                          0.5, 1e6):
+            expected = np.atleast_1d(top > threshold)
+            assert _stacked.above(h, w, threshold).tolist() == expected.tolist()
+        at, below = (_stacked.above(h, w, x)[0] for x in (float(top[0]),
+                                                          math.nextafter(float(top[0]), 0.0)))
+        flips += bool(below) and not at
+    assert flips == 150
+
+
+def test_above_leaves_non_finite_eigenvalues_to_numpy() -> None:
+    h, w = whitened_pairs(np.random.default_rng(3), 3, 4)
+    h[2, 1, 1] = np.nan
+    assert _stacked.above(h, w, 1.3) is None
+    h[2, 1, 1] = np.inf
+    assert _stacked.above(h, w, 1.3) is None
+
+
+@pytest.mark.parametrize("kernel", ["release", "release_eigh", "above"])
+@pytest.mark.parametrize("case", ["fortran matrices", "int", "other n", "other d", "2-d"])
+def test_kernels_refuse_other_arrays(kernel: str, case: str) -> None:
+    a, b = np.ones((3, 2, 2)), np.ones((3, 2, 2))
+    if case == "fortran matrices":
+        b = np.asfortranarray(np.arange(12.0).reshape(3, 2, 2)).transpose(0, 2, 1)
+        b = np.asfortranarray(b)
+    elif case == "int":
+        b = b.astype(np.int64)
+    elif case == "other n":
+        b = b[:2].copy()
+    elif case == "other d":
+        b = np.ones((3, 3, 3))
+    else:
+        a = np.ones((2, 2))
+    call = {"release": lambda: _stacked.release(a, b, 0.0, 1.0),
+            "release_eigh": lambda: _stacked.release_eigh(a, b, 0.0, 1.0),
+            "above": lambda: _stacked.above(a, b, 1.0)}[kernel]
+    with pytest.raises(ValueError, match="not allowed"):
+        call()
