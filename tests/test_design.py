@@ -7,8 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpbandits import _design, small_linalg
-from dpbandits.design import compute_design, design_g, g_optimal_design, leverages, span_basis
+from dpbandits import _design
+from dpbandits.design import (
+    Design,
+    compute_design,
+    design_g,
+    g_optimal_design,
+    leverages,
+    numpy_design,
+    span_basis,
+)
 from dpbandits.errors import ConfigError
 
 
@@ -121,74 +129,62 @@ def test_bad_action_sets_raise_config_error(points: np.ndarray) -> None:
 
 
 
-def numpy_frank_wolfe(x: np.ndarray, tol: float, max_iter: int, *, reordered: bool = False
-                      ) -> tuple[np.ndarray, int]:
-    """`_design.frank_wolfe` written in numpy: (weights, steps). `reordered` multiplies uuᵀ by
-    the step factor in another order (the same number in exact arithmetic)."""
-    n, k = x.shape
-    residual, start = x.copy(), []
-    for _ in range(k):  # the greedy spanning start
-        norms = small_linalg.einsum("ij,ij->i", residual, residual)
-        norms[start] = -1.0
-        j = int(norms.argmax())
-        start.append(j)
-        u = residual[j] / np.sqrt(norms[j])
-        residual -= (residual @ u)[:, None] * u
-    weights = np.zeros(n)
-    weights[start] = 1.0 / k
-    xs = x[start]
-    v_inv, it = small_linalg.solve(xs.T @ xs / k, np.eye(k)), 0
-    while True:
-        h = small_linalg.einsum("ij,ij->i", x @ v_inv, x)
-        j = int(h.argmax())
-        g = float(h[j])
-        if g <= (1.0 + tol) * k or it >= max_iter:
-            return weights, it
-        step = (g / k - 1.0) / (g - 1.0)
-        weights *= 1.0 - step
-        weights[j] += step
-        u = v_inv @ x[j]
-        c = step / (1.0 - step + step * g)
-        outer = u[:, None] * (u * c) if reordered else u[:, None] * u * c
-        v_inv = (v_inv - outer) / (1.0 - step)
-        it += 1
+
+def random_points(rng: np.random.Generator) -> np.ndarray:
+    """Up to 60 × 8 points of any rank, scales 1e-3 to 1e3."""
+    n, d = int(rng.integers(1, 60)), int(rng.integers(1, 9))
+    rank = int(rng.integers(1, min(n, d) + 1))
+    mix = rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d))
+    return mix * rng.choice([1e-3, 1.0, 1e3])
 
 
-def test_compiled_frank_wolfe_is_the_numpy_formulations_bits() -> None:
-    """Weights and steps bit for bit on random sets of every shape up to 60 × 7 (k = 1
-    included), scales 1e-3 to 1e3, step caps 0, 3 and 10 000; the comparison tells two orders
-    of the same products apart (negative control)."""
+def same_design(a: Design, b: Design) -> bool:
+    return (a.weights.tobytes() == b.weights.tobytes() and a.basis.tobytes() == b.basis.tobytes()
+            and np.float64(a.g).tobytes() == np.float64(b.g).tobytes()
+            and a.iterations == b.iterations)
+
+
+def test_compiled_design_is_the_numpy_formulations_bits() -> None:
+    """Weights, basis, g and steps bit for bit on random sets of any rank (k = 1 and n = k
+    included) with step caps 0, 3 and 10 000; a one-ulp change of the points changes the bits
+    compared (negative control)."""
     rng = np.random.default_rng(7)
     steps = differ = 0
     for _ in range(400):
-        n = int(rng.integers(1, 60))
-        x = rng.standard_normal((n, min(n, int(rng.integers(1, 8))))) * rng.choice(
-            [1e-3, 1.0, 1e3])
+        points = random_points(rng)
         tol, max_iter = float(rng.choice([1e-3, 0.01, 0.1])), int(rng.choice([0, 3, 10_000]))
-        weights, it = numpy_frank_wolfe(x, tol, max_iter)
-        compiled, compiled_it = _design.frank_wolfe(x, tol, max_iter)
-        assert compiled_it == it and compiled.tobytes() == weights.tobytes()
-        steps += it
-        differ += numpy_frank_wolfe(x, tol, max_iter, reordered=True)[0].tobytes() != (
-            weights.tobytes())
-    assert steps > 1000 and differ > 0
+        kwargs = {"tol": tol, "max_iter": max_iter, "max_norm": None}
+        try:
+            expected = numpy_design(points, tol=tol, max_iter=max_iter)
+        except RuntimeError:  # g above 2k after a step cap: both fail alike
+            with pytest.raises(RuntimeError, match="did not reach"):
+                compute_design(points, **kwargs)
+            continue
+        assert same_design(compute_design(points, **kwargs), expected)
+        steps += expected.iterations
+        nudged = compute_design(points * (1.0 + 2.0**-52), **kwargs)
+        differ += not same_design(nudged, expected)
+    assert steps > 1000 and differ > 100
 
 
-def test_compiled_frank_wolfe_follows_nan_and_singular_starts_as_numpy() -> None:
-    """A NaN leverage is numpy's argmax and never stops the loop before max_iter; a singular
-    start raises numpy.linalg's error."""
-    x = np.array([[1.0, 0.0], [0.0, 1.0], [np.nan, 1.0]])
-    weights, it = numpy_frank_wolfe(x, 0.01, 5)
-    compiled, compiled_it = _design.frank_wolfe(x, 0.01, 5)
-    assert compiled_it == it == 5 and compiled.tobytes() == weights.tobytes()
-    with pytest.raises(np.linalg.LinAlgError), np.errstate(invalid="ignore"):
-        numpy_frank_wolfe(np.zeros((3, 2)), 0.01, 5)
-    with pytest.raises(np.linalg.LinAlgError):
-        _design.frank_wolfe(np.zeros((3, 2)), 0.01, 5)
+def test_non_finite_decompositions_go_to_numpy() -> None:
+    """Points so large that the start's Gram matrix overflows: the compiled design says None
+    and numpy's calls decide (here they return NaN weights, as before); zero points are
+    refused either way."""
+    huge = np.array([[1e160, 0.0], [0.0, 1e160], [1e160, 1e160]])
+    assert _design.design(huge, 0.01, 10, 1e-10) is None
+    with np.errstate(all="ignore"):
+        assert same_design(compute_design(huge, max_iter=10, max_norm=None),
+                           numpy_design(huge, max_iter=10))
+    with pytest.raises(ConfigError, match="all zero"):
+        compute_design(np.zeros((3, 2)), max_norm=None)
+    with pytest.raises(ConfigError, match="all zero"):
+        numpy_design(np.zeros((3, 2)))
 
 
-@pytest.mark.parametrize("x", [np.ones((3, 2), dtype=np.int64), np.ones((2, 3)),
-                               np.ones((3, 2), order="F"), np.ones(3), np.ones((3, 0))])
-def test_compiled_frank_wolfe_refuses_other_arrays(x: np.ndarray) -> None:
-    with pytest.raises(ValueError, match="x is not allowed"):
-        _design.frank_wolfe(x, 0.01, 10)
+@pytest.mark.parametrize("points", [np.ones((3, 2), dtype=np.int64),
+                                    np.ones((4, 3))[:, ::2], np.ones(3),
+                                    np.ones((3, 0))])
+def test_compiled_design_refuses_other_arrays(points: np.ndarray) -> None:
+    with pytest.raises(ValueError, match="points are not allowed"):
+        _design.design(points, 0.01, 10, 1e-10)

@@ -35,19 +35,27 @@
 
 #define D sizeof(double)
 
-static Loop matmul_loop, solve_loop;
-static PyObject *linalg_solve; /* numpy.linalg.solve */
+static Loop matmul_loop, solve_loop, cholesky_loop, svd_loop;
 
-/* out (C-ordered m×p) = a @ b by numpy's matmul loop, a m×n with steps (a_m, a_n) and b n×p
- * C-ordered, or b a vector (p = 1; numpy steps 0 along its added axis and the output's). */
-static void matmul(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
-                   const double *b, npy_intp p, int vector, double *out)
+/* out (C-ordered m×p) = a @ b by numpy's matmul loop, a m×n read with steps (a_m, a_n) and
+ * b n×p with steps (b_n, b_p); b a vector (p = 1) has numpy's step 0 along its added axis and
+ * the output's (`vector`). */
+static void matmul_steps(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
+                         const double *b, npy_intp b_n, npy_intp b_p, npy_intp p, int vector,
+                         double *out)
 {
     char *args[3] = {(char *)a, (char *)b, (char *)out};
     npy_intp dimensions[4] = {1, m, n, p};
-    npy_intp column = vector ? 0 : (npy_intp)D;
-    npy_intp steps[9] = {0, 0, 0, a_m, a_n, p * (npy_intp)D, column, p * (npy_intp)D, column};
+    npy_intp steps[9] = {0, 0, 0, a_m, a_n, b_n, vector ? 0 : b_p, p * (npy_intp)D,
+                         vector ? 0 : (npy_intp)D};
     matmul_loop.function(args, dimensions, steps, matmul_loop.data);
+}
+
+/* The same with b C-ordered (or a vector). */
+static void matmul(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
+                   const double *b, npy_intp p, int vector, double *out)
+{
+    matmul_steps(a, a_m, a_n, m, n, b, p * (npy_intp)D, D, p, vector, out);
 }
 
 /* `einsum("ij,ij->i", a, b)`: a new (n,) array, NULL with an error. */
@@ -104,7 +112,8 @@ static int greedy(PyArrayObject *x_arr, PyArrayObject *residual, double *ru, dou
     return 0;
 }
 
-/* V⁻¹ = solve(xsᵀxs/k, I) of the start's rows xs (k×k, C-ordered) into `v_inv`. */
+/* V⁻¹ = solve(xsᵀxs/k, I) of the start's rows xs (k×k, C-ordered) into `v_inv`: 0, or 1 if
+ * it is not finite. */
 static int start_inverse(const double *xs, npy_intp k, double *gram, double *eye, double *v_inv)
 {
     matmul(xs, D, k * (npy_intp)D, k, k, xs, k, 0, gram); /* xs.T @ xs: numpy's syrk case */
@@ -117,21 +126,7 @@ static int start_inverse(const double *xs, npy_intp k, double *gram, double *eye
     npy_intp row = k * (npy_intp)D;
     npy_intp steps[9] = {0, 0, 0, row, D, row, D, row, D};
     solve_loop.function(args, dimensions, steps, solve_loop.data);
-    if (all_finite(v_inv, k * k))
-        return 0;
-    npy_intp dims[2] = {k, k};  /* numpy.linalg.solve raises, or returns what it gives */
-    PyObject *a = PyArray_SimpleNewFromData(2, dims, NPY_DOUBLE, gram);
-    PyObject *b = a == NULL ? NULL : PyArray_SimpleNewFromData(2, dims, NPY_DOUBLE, eye);
-    PyObject *out = b == NULL ? NULL : PyObject_CallFunctionObjArgs(linalg_solve, a, b, NULL);
-    PyArrayObject *solved = out == NULL ? NULL : (PyArrayObject *)PyArray_FROM_OTF(
-        out, NPY_DOUBLE, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
-    if (solved != NULL)
-        memcpy(v_inv, PyArray_DATA(solved), D * (size_t)(k * k));
-    Py_XDECREF(a);
-    Py_XDECREF(b);
-    Py_XDECREF(out);
-    Py_XDECREF(solved);
-    return solved == NULL ? -1 : 0;
+    return !all_finite(v_inv, k * k);
 }
 
 /* Frank–Wolfe steps from the design `weights` with V(π)⁻¹ `v_inv` (k×k) until
@@ -167,61 +162,157 @@ static Py_ssize_t fw_steps(PyArrayObject *x_arr, double *weights, double *v_inv,
     }
 }
 
-static PyObject *frank_wolfe(PyObject *self, PyObject *args)
+/* The thin SVD of the C-ordered n×d `a` (p = min(n, d)): singular values into `s` and Vᵀ
+ * into `vt` (p×d), `u` n×p scratch; 1 if a singular value is not finite. */
+static int thin_svd(const double *a, npy_intp n, npy_intp d, double *u, double *s, double *vt)
 {
-    PyObject *x_obj;
-    double tol;
-    Py_ssize_t max_iter;
-    if (!PyArg_ParseTuple(args, "Odn:frank_wolfe", &x_obj, &tol, &max_iter))
-        return NULL;
-    PyArrayObject *x_arr = (PyArrayObject *)x_obj;
-    if (!PyArray_Check(x_obj) || PyArray_TYPE(x_arr) != NPY_DOUBLE || PyArray_NDIM(x_arr) != 2
-            || !PyArray_IS_C_CONTIGUOUS(x_arr) || !PyArray_ISALIGNED(x_arr)
-            || !PyArray_ISNOTSWAPPED(x_arr) || PyArray_DIM(x_arr, 1) < 1
-            || PyArray_DIM(x_arr, 0) < PyArray_DIM(x_arr, 1)) {
-        PyErr_SetString(PyExc_ValueError, "x is not allowed; must be a C-contiguous native "
-                        "float64 array (n, k) with n >= k >= 1");
-        return NULL;
-    }
+    npy_intp p = n < d ? n : d;
+    char *args[4] = {(char *)a, (char *)u, (char *)s, (char *)vt};
+    npy_intp dimensions[4] = {1, n, d, p};
+    npy_intp steps[11] = {0, 0, 0, 0, d * D, D, p * D, D, D, d * D, D};
+    svd_loop.function(args, dimensions, steps, svd_loop.data);
+    return !all_finite(s, p);
+}
+
+/* g = max_j h_j, h = x_jᵀV(π)⁻¹x_j by Cholesky, as `design.leverages(x, π).max()`
+ * (`y` n×k, `v` and `chol` k×k scratch); 1 if a factor or solve is not finite. */
+static int leverage_max(PyArrayObject *x_arr, const double *weights, double *y, double *v,
+                        double *chol, double *g)
+{
     npy_intp n = PyArray_DIM(x_arr, 0), k = PyArray_DIM(x_arr, 1);
     const double *x = (const double *)PyArray_DATA(x_arr);
-    npy_intp shape[2] = {n, k};
-    PyArrayObject *weights = (PyArrayObject *)PyArray_ZEROS(1, &n, NPY_DOUBLE, 0);
-    PyArrayObject *scratch = (PyArrayObject *)PyArray_SimpleNew(2, shape, NPY_DOUBLE);
-    double *work = PyMem_Malloc(D * (size_t)(n + 4 * k * k + k));
-    npy_intp *start = PyMem_Malloc(sizeof(npy_intp) * (size_t)k);
-    Py_ssize_t it = -1;
-    if (weights == NULL || scratch == NULL || work == NULL || start == NULL) {
+    for (npy_intp i = 0; i < n; i++)
+        for (npy_intp b = 0; b < k; b++)
+            y[i * k + b] = x[i * k + b] * weights[i];
+    matmul(y, D, k * D, k, n, x, k, 0, v); /* (x * w[:, None]).T @ x */
+    char *chol_args[2] = {(char *)v, (char *)chol};
+    npy_intp chol_dimensions[2] = {1, k};
+    npy_intp chol_steps[6] = {0, 0, k * D, D, k * D, D};
+    cholesky_loop.function(chol_args, chol_dimensions, chol_steps, cholesky_loop.data);
+    if (!all_finite(chol, k * k))
+        return 1;
+    npy_intp shape[2] = {k, n};
+    PyArrayObject *z = (PyArrayObject *)PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+    if (z == NULL)
+        return -1;
+    char *solve_args[3] = {(char *)chol, (char *)x, PyArray_DATA(z)};
+    npy_intp solve_dimensions[3] = {1, k, n};
+    npy_intp solve_steps[9] = {0, 0, 0, k * D, D, D, k * D, n * D, D}; /* b = x.T */
+    solve_loop.function(solve_args, solve_dimensions, solve_steps, solve_loop.data);
+    if (!all_finite((const double *)PyArray_DATA(z), k * n)) {
+        Py_DECREF(z);
+        return 1;
+    }
+    PyArrayObject *ops[2] = {z, z};
+    PyArrayObject *h = PyArray_EinsteinSum((char *)"ij,ij->j", 2, ops, NULL, NPY_KEEPORDER,
+                                           NPY_SAFE_CASTING, NULL);
+    Py_DECREF(z);
+    if (h == NULL)
+        return -1;
+    const double *values = (const double *)PyArray_DATA(h);
+    double top = values[0];
+    for (npy_intp j = 1; j < n && !isnan(top); j++) /* numpy's max: NaN if any */
+        top = isnan(values[j]) || values[j] > top ? values[j] : top;
+    Py_DECREF(h);
+    *g = top;
+    return 0;
+}
+
+static PyObject *design(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj;
+    double tol, rank_tol;
+    Py_ssize_t max_iter;
+    if (!PyArg_ParseTuple(args, "Odnd:design", &a_obj, &tol, &max_iter, &rank_tol))
+        return NULL;
+    PyArrayObject *a_arr = (PyArrayObject *)a_obj;
+    if (!PyArray_Check(a_obj) || PyArray_TYPE(a_arr) != NPY_DOUBLE || PyArray_NDIM(a_arr) != 2
+            || !PyArray_IS_C_CONTIGUOUS(a_arr) || !PyArray_ISALIGNED(a_arr)
+            || !PyArray_ISNOTSWAPPED(a_arr) || PyArray_DIM(a_arr, 0) < 1
+            || PyArray_DIM(a_arr, 1) < 1) {
+        PyErr_SetString(PyExc_ValueError, "points are not allowed; must be a C-contiguous "
+                        "native float64 array (n, d) with n, d >= 1");
+        return NULL;
+    }
+    npy_intp n = PyArray_DIM(a_arr, 0), d = PyArray_DIM(a_arr, 1), p = n < d ? n : d;
+    const double *a = (const double *)PyArray_DATA(a_arr);
+    PyObject *result = NULL, *basis = NULL, *weights = NULL;
+    PyArrayObject *x_arr = NULL, *scratch = NULL;
+    npy_intp *start = NULL;
+    double *svd_work = PyMem_Malloc(D * (size_t)(n * p + p + p * d));
+    if (svd_work == NULL)
+        return PyErr_NoMemory();
+    double *sv = svd_work + n * p, *vt = sv + p;
+    if (thin_svd(a, n, d, svd_work, sv, vt)) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    double threshold = rank_tol * (sv[0] > 1.0 ? sv[0] : 1.0);
+    npy_intp k = 0;
+    for (npy_intp i = 0; i < p; i++)
+        k += sv[i] > threshold;
+    npy_intp basis_shape[2] = {k, d}, x_shape[2] = {n, k};
+    basis = PyArray_SimpleNew(2, basis_shape, NPY_DOUBLE);
+    weights = PyArray_ZEROS(1, &n, NPY_DOUBLE, 0);
+    x_arr = (PyArrayObject *)PyArray_SimpleNew(2, x_shape, NPY_DOUBLE);
+    scratch = (PyArrayObject *)PyArray_SimpleNew(2, x_shape, NPY_DOUBLE);
+    double *work = PyMem_Malloc(D * (size_t)(n + 5 * k * k + k + 1));
+    start = PyMem_Malloc(sizeof(npy_intp) * (size_t)(k + 1));
+    if (basis == NULL || weights == NULL || x_arr == NULL || scratch == NULL || work == NULL
+            || start == NULL) {
+        PyMem_Free(work);
         PyErr_NoMemory();
         goto done;
     }
-    double *ru = work, *xs = ru + n, *gram = xs + k * k, *eye = gram + k * k;
-    double *v_inv = eye + k * k, *u = v_inv + k * k;
-    if (greedy(x_arr, scratch, ru, u, start) < 0)
+    memcpy(PyArray_DATA((PyArrayObject *)basis), vt, D * (size_t)(k * d));
+    if (k == 0) { /* all zero: the caller refuses the set */
+        PyMem_Free(work);
+        result = Py_BuildValue("(OOdn)", weights, basis, NAN, (Py_ssize_t)0);
         goto done;
-    double *w = (double *)PyArray_DATA(weights);
-    for (npy_intp c = 0; c < k; c++) {
-        w[start[c]] = 1.0 / (double)k;
-        memcpy(xs + c * k, x + start[c] * k, D * (size_t)k);
     }
-    if (start_inverse(xs, k, gram, eye, v_inv) == 0)
-        it = fw_steps(x_arr, w, v_inv, tol, max_iter, scratch, u);
-done:
-    Py_XDECREF(scratch);
+    const double *u_rows = (const double *)PyArray_DATA((PyArrayObject *)basis);
+    double *x = (double *)PyArray_DATA(x_arr);
+    matmul_steps(a, d * D, D, n, d, u_rows, D, d * D, k, 0, x); /* a @ basis.T */
+    double *ru = work, *xs = ru + n, *gram = xs + k * k, *eye = gram + k * k;
+    double *v_inv = eye + k * k, *chol = v_inv + k * k, *u = chol + k * k;
+    double *w = (double *)PyArray_DATA((PyArrayObject *)weights), g = NAN;
+    Py_ssize_t it = -1;
+    int status = greedy(x_arr, scratch, ru, u, start);
+    if (status == 0) {
+        for (npy_intp c = 0; c < k; c++) {
+            w[start[c]] = 1.0 / (double)k;
+            memcpy(xs + c * k, x + start[c] * k, D * (size_t)k);
+        }
+        status = start_inverse(xs, k, gram, eye, v_inv);
+    }
+    if (status == 0)
+        status = (it = fw_steps(x_arr, w, v_inv, tol, max_iter, scratch, u)) < 0 ? -1 : 0;
+    if (status == 0)
+        status = leverage_max(x_arr, w, (double *)PyArray_DATA(scratch), gram, chol, &g);
     PyMem_Free(work);
+    if (status == 0)
+        result = Py_BuildValue("(OOdn)", weights, basis, g, it);
+    else if (status == 1)
+        result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(svd_work);
     PyMem_Free(start);
-    if (it < 0) {
-        Py_XDECREF(weights);
-        return NULL;
-    }
-    return Py_BuildValue("(Nn)", (PyObject *)weights, it);
+    Py_XDECREF(basis);
+    Py_XDECREF(weights);
+    Py_XDECREF((PyObject *)x_arr);
+    Py_XDECREF((PyObject *)scratch);
+    return result;
 }
 
 static PyMethodDef methods[] = {
-    {"frank_wolfe", frank_wolfe, METH_VARARGS,
-     "frank_wolfe(x, tol, max_iter) -> (weights, iterations): the design on the rows of the "
-     "float64 C-ordered x (n, k), n >= k, from the greedy spanning start, after Frank–Wolfe "
-     "steps until max h <= (1 + tol)·k or max_iter steps."},
+    {"design", design, METH_VARARGS,
+     "design(points, tol, max_iter, rank_tol) -> (weights, basis, g, iterations) or None: "
+     "the G-optimal design of `design.compute_design` on the rows of the float64 C-ordered "
+     "points (n, d): the span's basis (rows of Vᵀ whose singular value exceeds rank_tol·"
+     "max(1, s₁)), the greedy spanning start, Frank–Wolfe steps until max h <= (1 + tol)·k "
+     "or max_iter steps, and g recomputed by Cholesky; None where a decomposition is not "
+     "finite (numpy's calls then raise or give their result). An all-zero set has an empty "
+     "basis and no steps."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -235,14 +326,13 @@ PyMODINIT_FUNC PyInit__design(void)
     import_array();
     PyObject *numpy = PyImport_ImportModule("numpy");
     PyObject *kernels = PyImport_ImportModule("numpy.linalg._umath_linalg");
-    PyObject *linalg = PyImport_ImportModule("numpy.linalg");
-    int failed = numpy == NULL || kernels == NULL || linalg == NULL
-                 || find_loop(numpy, "matmul", 2, &matmul_loop) < 0
-                 || find_loop(kernels, "solve", 2, &solve_loop) < 0
-                 || (linalg_solve = PyObject_GetAttrString(linalg, "solve")) == NULL;
+    int failed = numpy == NULL || kernels == NULL
+                 || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
+                 || find_loop(kernels, "solve", 2, 1, &solve_loop) < 0
+                 || find_loop(kernels, "cholesky_lo", 1, 1, &cholesky_loop) < 0
+                 || find_loop(kernels, "svd_s", 1, 3, &svd_loop) < 0;
     Py_XDECREF(numpy);
     Py_XDECREF(kernels);
-    Py_XDECREF(linalg);
     if (failed)
         return NULL;
     return PyModule_Create(&module);

@@ -302,20 +302,9 @@ PyMODINIT_FUNC PyInit__stacked(void)
     PyObject *numpy = PyImport_ImportModule("numpy");
     PyObject *kernels = PyImport_ImportModule("numpy.linalg._umath_linalg");
     int failed = numpy == NULL || kernels == NULL
-                 || find_loop(numpy, "matmul", 2, &matmul_loop) < 0
-                 || find_loop(kernels, "eigvalsh_lo", 1, &eigvalsh_loop) < 0;
-    if (!failed) { /* eigh_lo has two outputs: its float64 loop is its second ("d->dd") */
-        PyUFuncObject *eigh = (PyUFuncObject *)PyObject_GetAttrString(kernels, "eigh_lo");
-        failed = eigh == NULL || eigh->ntypes < 2 || eigh->types[3] != NPY_DOUBLE
-                 || eigh->types[4] != NPY_DOUBLE || eigh->types[5] != NPY_DOUBLE;
-        if (!failed) {
-            eigh_loop.function = eigh->functions[1];
-            eigh_loop.data = eigh->data == NULL ? NULL : eigh->data[1];
-        }
-        else if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_RuntimeError, "eigh_lo has no float64 loop");
-        Py_XDECREF(eigh);
-    }
+                 || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
+                 || find_loop(kernels, "eigh_lo", 1, 2, &eigh_loop) < 0
+                 || find_loop(kernels, "eigvalsh_lo", 1, 1, &eigvalsh_loop) < 0;
     Py_XDECREF(numpy);
     Py_XDECREF(kernels);
     if (failed)

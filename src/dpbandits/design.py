@@ -48,27 +48,68 @@ def leverages(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return small_linalg.einsum("ij,ij->j", z, z)
 
 
+def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
+    """k rows picked by largest residual norm with Gram–Schmidt deflation.
+
+    The greedy start of docs/linear.md, "G-optimal design".
+    """
+    residual = np.array(x, dtype=float, copy=True)
+    k = x.shape[1]
+    chosen: list[int] = []
+    for _ in range(k):
+        norms = small_linalg.einsum("ij,ij->i", residual, residual)
+        norms[chosen] = -1.0
+        j = int(norms.argmax())
+        chosen.append(j)
+        u = residual[j] / np.sqrt(norms[j])
+        residual -= (residual @ u)[:, None] * u
+    return np.array(chosen, dtype=int)
+
+
 def frank_wolfe(
     x: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
 ) -> tuple[np.ndarray, float, int]:
-    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search, for x of full
-    column rank k.
+    """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search.
 
-    Lattimore & Szepesvári, Bandit Algorithms, Ch. 21 (Kiefer–Wolfowitz). The start is
-    uniform on k rows picked greedily by largest residual norm with Gram–Schmidt deflation
-    (docs/linear.md, "G-optimal design"); each step moves λ = (g/k − 1)/(g − 1) of the weight
-    to the row of largest leverage g, and V(π)⁻¹ follows by Sherman–Morrison,
-    ((1 − λ)V + λxxᵀ)⁻¹ = (V⁻¹ − uuᵀλ/(1 − λ + λg))/(1 − λ), u = V⁻¹x. The loop runs compiled
-    (`_design.frank_wolfe`, numpy's own kernels: tests/test_design.py checks its bits against
-    the numpy formulation); the final g is recomputed from a Cholesky factorisation.
+    Lattimore & Szepesvári, Bandit Algorithms, Ch. 21 (Kiefer–Wolfowitz).
+    V(π)^{-1} is carried by Sherman–Morrison rank-one updates; the final g is recomputed from a
+    Cholesky factorisation. The numpy formulation of what `compute_design` runs compiled.
     """
-    x = np.ascontiguousarray(x, dtype=float)
-    k = x.shape[1]
-    weights, it = _design.frank_wolfe(x, float(tol), int(max_iter))
-    g = float(leverages(x, weights).max())
+    n, k = x.shape
+    weights = np.zeros(n)
+    start = greedy_spanning_set(x)
+    weights[start] = 1.0 / k
+    xs = x[start]
+    v_inv = small_linalg.solve(xs.T @ xs / k, np.eye(k))
+    it = 0
+    while True:
+        h = small_linalg.einsum("ij,ij->i", x @ v_inv, x)
+        j = int(h.argmax())
+        g = float(h[j])
+        if g <= (1.0 + tol) * k or it >= max_iter:
+            break
+        step = (g / k - 1.0) / (g - 1.0)
+        weights *= 1.0 - step
+        weights[j] += step
+        # ((1 − λ)V + λ x xᵀ)^{-1} by Sherman–Morrison.
+        u = v_inv @ x[j]
+        v_inv = (v_inv - u[:, None] * u * (step / (1.0 - step + step * g))) / (1.0 - step)
+        it += 1
+    return weights, checked_g(float(leverages(x, weights).max()), k, max_iter), it
+
+
+def checked_g(g: float, k: int, max_iter: int) -> float:
+    """g, once it is known to be within the bound 2k (else Frank–Wolfe failed)."""
     if g > 2 * k * (1 + 1e-9):
         raise RuntimeError(f"Frank–Wolfe did not reach g <= 2k = {2 * k} in {max_iter} steps")
-    return weights, g, it
+    return g
+
+
+def spanned(basis: np.ndarray) -> np.ndarray:
+    """The basis of a set that spans at least one direction (else a ConfigError)."""
+    if basis.shape[0] == 0:
+        raise ConfigError("actions are all zero; the action set must span at least one direction")
+    return basis
 
 
 def check_points(points: np.ndarray, *, max_norm: float | None = 1.0) -> np.ndarray:
@@ -93,17 +134,26 @@ def compute_design(
 ) -> Design:
     """G-optimal design on the span of the rows of `points`: projection, then Frank–Wolfe.
 
-    docs/linear.md, "G-optimal design".
+    docs/linear.md, "G-optimal design". Runs compiled (`_design.design`, on numpy's own
+    kernels, the bits of `numpy_design`: tests/test_design.py); where a decomposition there is
+    not finite, `numpy_design` runs, whose numpy calls raise or give their result.
     """
-    a = check_points(points, max_norm=max_norm)
+    a = np.ascontiguousarray(check_points(points, max_norm=max_norm))
     if not 0 < tol <= 1:
         raise ConfigError(f"tol = {tol!r} is not allowed; must be in (0, 1]")
-    basis = span_basis(a)
-    k = basis.shape[0]
-    if k == 0:
-        raise ConfigError("actions are all zero; the action set must span at least one direction")
-    x = a @ basis.T
-    weights, g, iterations = frank_wolfe(x, tol=tol, max_iter=max_iter)
+    found = _design.design(a, float(tol), int(max_iter), RANK_TOL)
+    if found is None:
+        return numpy_design(a, tol=tol, max_iter=max_iter)
+    weights, basis, g, iterations = found
+    k = spanned(basis).shape[0]
+    return Design(weights=weights, basis=basis, g=checked_g(g, k, max_iter),
+                  iterations=iterations)
+
+
+def numpy_design(a: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000) -> Design:
+    """`compute_design` on checked points, in numpy: `span_basis`, then `frank_wolfe`."""
+    basis = spanned(span_basis(a))
+    weights, g, iterations = frank_wolfe(a @ basis.T, tol=tol, max_iter=max_iter)
     return Design(weights=weights, basis=basis, g=g, iterations=iterations)
 
 

@@ -12,8 +12,8 @@ typedef struct {
 } Loop;
 
 /* The loop of ufunc `<module>.<name>` (numpy or one of its modules, such as
- * `numpy.linalg._umath_linalg`) whose `nin` inputs and one output are all float64. */
-static int find_loop(PyObject *module, const char *name, int nin, Loop *loop)
+ * `numpy.linalg._umath_linalg`) whose `nin` inputs and `nout` outputs are all float64. */
+static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop *loop)
 {
     PyObject *object = PyObject_GetAttrString(module, name);
     if (object == NULL)
@@ -31,10 +31,10 @@ static int find_loop(PyObject *module, const char *name, int nin, Loop *loop)
         return -1;
     }
     PyUFuncObject *ufunc = (PyUFuncObject *)object;
-    for (int k = 0; ufunc->nin == nin && ufunc->nout == 1 && k < ufunc->ntypes; k++) {
+    for (int k = 0; ufunc->nin == nin && ufunc->nout == nout && k < ufunc->ntypes; k++) {
         const char *types = ufunc->types + (size_t)k * (size_t)ufunc->nargs;
         int all_double = 1;
-        for (int j = 0; j <= nin; j++)
+        for (int j = 0; j < nin + nout; j++)
             all_double = all_double && types[j] == NPY_DOUBLE;
         if (!all_double)
             continue;

@@ -145,10 +145,10 @@ static PyObject *bind(PyObject *self, PyObject *args)
         return NULL;
     }
     PyObject *numpy = PyImport_ImportModule("numpy");
-    int missing = numpy == NULL || find_loop(numpy, "matmul", 2, &matmul_loop) < 0
-                  || find_loop(numpy, "log", 1, &log_loop) < 0
-                  || find_loop(numpy, "add", 2, &add_loop) < 0
-                  || find_loop(numpy, "rint", 1, &rint_loop) < 0;
+    int missing = numpy == NULL || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
+                  || find_loop(numpy, "log", 1, 1, &log_loop) < 0
+                  || find_loop(numpy, "add", 2, 1, &add_loop) < 0
+                  || find_loop(numpy, "rint", 1, 1, &rint_loop) < 0;
     Py_XDECREF(numpy);
     if (missing)
         return NULL;

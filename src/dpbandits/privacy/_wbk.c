@@ -130,8 +130,8 @@ PyMODINIT_FUNC PyInit__wbk(void)
     PyObject *numpy = PyImport_ImportModule("numpy");
     if (numpy == NULL)
         return NULL;
-    int failed = find_loop(numpy, "exp", 1, &exp_loop) < 0
-                 || find_loop(numpy, "log1p", 1, &log1p_loop) < 0;
+    int failed = find_loop(numpy, "exp", 1, 1, &exp_loop) < 0
+                 || find_loop(numpy, "log1p", 1, 1, &log1p_loop) < 0;
     Py_DECREF(numpy);
     if (failed)
         return NULL;
