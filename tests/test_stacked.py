@@ -10,6 +10,7 @@ import pytest
 
 from dpbandits import _stacked
 from dpbandits.policies.private_glm import gen_eig_max_white, whitening
+from dpbandits.policies.shuffle_glm import ShuffleGLM
 from dpbandits.privacy.tree import clipped_eigh, gershgorin_short, symmetrised_shifted
 
 
@@ -125,3 +126,67 @@ def test_kernels_refuse_other_arrays(kernel: str, case: str) -> None:
             "above": lambda: _stacked.above(a, b, 1.0)}[kernel]
     with pytest.raises(ValueError, match="not allowed"):
         call()
+
+
+def elimination_state(rng: np.random.Generator, batches: int, d: int) -> ShuffleGLM:
+    """A Shuffle-GLM's elimination state, random: batch estimates θ̂_j, V_j's eigen-pairs,
+    γ, κ and the power of κ in the first width."""
+    policy = object.__new__(ShuffleGLM)
+    g = rng.standard_normal((batches, d, d))
+    vals, vecs = np.linalg.eigh(g @ np.swapaxes(g, 1, 2) + np.eye(d))
+    policy.theta = list(rng.standard_normal((batches, d)))
+    policy.gram_eig = list(zip(vals, vecs, strict=True))
+    policy.gamma, policy.kappa = rng.uniform(0.0, 3.0), rng.uniform(1.0, 20.0)
+    policy.elim_power = rng.choice([0.0, 0.5, 1.0])
+    return policy
+
+
+@pytest.mark.parametrize("d", [1, 3, 9, 20])
+def test_survivors_are_numpys(d: int) -> None:
+    """The arms kept, on random rounds of 1 to 30 arms and 1 to 6 estimates; most rounds keep
+    some arms and drop others, so the comparison is not between full sets."""
+    rng = np.random.default_rng(300 + d)
+    partial = 0
+    for _ in range(300):
+        policy = elimination_state(rng, int(rng.integers(1, 7)), d)
+        arms = rng.standard_normal((int(rng.integers(1, 31)), d)) / math.sqrt(d)
+        kept = _stacked.survivors(arms, *policy.estimate_stacks())
+        assert kept.dtype == np.intp
+        assert kept.tolist() == policy.numpy_survivors(arms).tolist()
+        partial += 0 < len(kept) < len(arms)
+    assert partial > 100
+
+
+def test_survivors_follow_the_policys_own_elimination() -> None:
+    """Through a Shuffle-GLM run's own state: the compiled and the numpy elimination keep the
+    same arms in every round of a batch."""
+    from dpbandits.instances.glm import GLMInstance
+    from dpbandits.policies import make_policy
+
+    inst = GLMInstance("logistic", 3, 10, 2.0, 3000, 5)
+    policy = make_policy("Shuffle-GLM", inst.info, np.random.default_rng(1), epsilon=8.0,
+                         delta=0.02, accounting="paper", c_b=1.0, log_arg="practical")
+    env = inst.environment(0)
+    policy.begin(env)
+    rounds = 0
+    for t in range(inst.horizon):
+        arms = env.arms(t)
+        if policy.batch > 0:
+            assert policy._survivors(arms).tolist() == policy.numpy_survivors(arms).tolist()
+            rounds += 1
+        arm = policy.select(t, arms)
+        policy.update(t, arms[arm], env.pull(t, arm)[0])
+    assert rounds > 1000
+
+
+def test_survivors_leave_an_emptied_round_to_numpy() -> None:
+    """A NaN estimate eliminates every arm; with an estimate left, numpy's max of nothing
+    raises, so the kernel says None."""
+    policy = elimination_state(np.random.default_rng(4), 2, 3)
+    policy.theta[0][0] = np.nan
+    arms = np.eye(3)
+    assert _stacked.survivors(arms, *policy.estimate_stacks()) is None
+    with pytest.raises(ValueError):
+        policy.numpy_survivors(arms)
+    policy.theta, policy.gram_eig = policy.theta[:1], policy.gram_eig[:1]
+    assert _stacked.survivors(arms, *policy.estimate_stacks()).tolist() == []

@@ -1,20 +1,24 @@
 /*
- * Per-round kernels on stacks of small matrices, for trials played in lockstep (Private-GLM's
- * driver, `policies/private_glm_lockstep.py`): one call per round for the whole stack instead
- * of a numpy call per operation:
+ * Per-round kernels on stacks of small matrices, one call per round instead of a numpy call
+ * per operation. For trials played in lockstep (Private-GLM's driver,
+ * `policies/private_glm_lockstep.py`):
  * - `release`: every tree's release 0.5·(S + Sᵀ) + shift·I of S = data sum + cover noise, and
  *   whether Gershgorin's discs leave it short of the PSD floor (`StackedTrees.query`);
  * - `release_eigh`: the same release's eigen-decomposition, eigenvalues clipped at the floor
  *   (`StackedTrees.query_eigh`);
  * - `above`: whether the largest eigenvalue of the symmetrised WᵀHW is above a threshold
  *   (`gen_eig_max_white(H, W) > threshold`, Private-GLM's Criterion II).
+ * For one trial (Shuffle-GLM, `policies/shuffle_glm.py`):
+ * - `survivors`: successive elimination of a round's arms by a stack of batch estimates
+ *   (`ShuffleGLM.numpy_survivors`).
  *
  * Every number is the one numpy computes, by the same code, and every decision the one numpy's
  * numbers give (tests/test_stacked.py):
  * - sums, products and the symmetrisation are single IEEE operations in numpy's order
  *   (compiled with -ffp-contract=off: no fused multiply-add);
- * - WᵀH and (WᵀH)W are numpy's float64 matmul loop, eigen-decompositions the loops of
- *   numpy.linalg's `eigh_lo` and `eigvalsh_lo` gufuncs (LAPACK's syevd, as `small_linalg`);
+ * - WᵀH, (WᵀH)W, xV and xᵀθ are numpy's float64 matmul loop, row sums its add loop as the
+ *   reduction calls it (from 0.0), eigen-decompositions the loops of numpy.linalg's `eigh_lo`
+ *   and `eigvalsh_lo` gufuncs (LAPACK's syevd, as `small_linalg`);
  * - a Gershgorin bound decides only where it is clear of the threshold by far more than the
  *   rounding of either computation (MARGIN): a short release where numpy's own discs would say
  *   so, and not above where the largest eigenvalue LAPACK returns cannot reach the threshold. The
@@ -26,6 +30,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <string.h>
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include "numpy/arrayobject.h"
@@ -40,7 +45,7 @@
 #define D ((npy_intp)sizeof(double))
 #define MARGIN 1e-9 /* relative to the row's absolute sum: rounding is below 1e-14 there */
 
-static Loop matmul_loop, eigh_loop, eigvalsh_loop;
+static Loop matmul_loop, add_loop, eigh_loop, eigvalsh_loop;
 
 /* A float64 array of shape (n, d, d) (n = -1: any) whose matrices are C-ordered, aligned and
  * native; the stride between them in `stride`. */
@@ -275,6 +280,110 @@ static PyObject *above_of(PyObject *self, PyObject *args)
     return out;
 }
 
+/* out = a @ b for the C-ordered m×n a and n×p b (p = 1 and `vector`: b a vector), by numpy's
+ * matmul loop with the steps numpy passes. */
+static void product(const double *a, npy_intp m, npy_intp n, const double *b, npy_intp p,
+                    int vector, double *out)
+{
+    char *args[3] = {(char *)a, (char *)b, (char *)out};
+    npy_intp dimensions[4] = {1, m, n, p};
+    npy_intp column = vector ? 0 : D;
+    npy_intp steps[9] = {0, 0, 0, n * D, D, p * D, column, p * D, column};
+    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
+}
+
+/* A C-contiguous aligned native float64 array of `ndim` dimensions with these sizes (-1: any). */
+static const double *doubles(PyObject *object, const char *name, int ndim, const npy_intp *shape)
+{
+    PyArrayObject *a = (PyArrayObject *)object;
+    int ok = PyArray_Check(object) && PyArray_TYPE(a) == NPY_DOUBLE && PyArray_NDIM(a) == ndim
+             && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a);
+    for (int k = 0; ok && k < ndim; k++)
+        ok = shape[k] < 0 ? PyArray_DIM(a, k) >= 1 : PyArray_DIM(a, k) == shape[k];
+    if (ok)
+        return (const double *)PyArray_DATA(a);
+    PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous native float64 "
+                 "array of %d dimensions, non-empty, with the sizes of the other arguments",
+                 name, ndim);
+    return NULL;
+}
+
+static PyObject *survivors(PyObject *self, PyObject *args)
+{
+    PyObject *arms_obj, *thetas_obj, *vals_obj, *vecs_obj, *scales_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO:survivors", &arms_obj, &thetas_obj, &vals_obj,
+                          &vecs_obj, &scales_obj))
+        return NULL;
+    npy_intp any2[2] = {-1, -1};
+    const double *arms = doubles(arms_obj, "arms", 2, any2);
+    if (arms == NULL)
+        return NULL;
+    npy_intp K = PyArray_DIM((PyArrayObject *)arms_obj, 0);
+    npy_intp d = PyArray_DIM((PyArrayObject *)arms_obj, 1);
+    npy_intp per_d[2] = {-1, d};
+    const double *thetas = doubles(thetas_obj, "thetas", 2, per_d);
+    if (thetas == NULL)
+        return NULL;
+    npy_intp J = PyArray_DIM((PyArrayObject *)thetas_obj, 0), vecs_step;
+    npy_intp j_d[2] = {J, d}, j_only[1] = {J};
+    const double *vals = doubles(vals_obj, "vals", 2, j_d);
+    const double *scales = vals ? doubles(scales_obj, "scales", 1, j_only) : NULL;
+    const double *vecs = scales ? stack(vecs_obj, "vecs", J, d, &vecs_step) : NULL;
+    if (vecs == NULL)
+        return NULL;
+    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
+    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 3 * K));
+    if (alive == NULL || work == NULL) {
+        PyMem_Free(alive);
+        PyMem_Free(work);
+        return PyErr_NoMemory();
+    }
+    double *x = work, *p = x + K * d, *width = p + K * d, *centre = width + K, *low = centre + K;
+    npy_intp m = K;
+    for (npy_intp i = 0; i < K; i++)
+        alive[i] = i;
+    int emptied = 0;
+    for (npy_intp j = 0; j < J && !emptied; j++) {
+        if (m == 0) { /* numpy's max of nothing raises: its own calls say so */
+            emptied = 1;
+            break;
+        }
+        for (npy_intp r = 0; r < m; r++)
+            memcpy(x + r * d, arms + alive[r] * d, sizeof(double) * (size_t)d);
+        product(x, m, d, vecs + j * vecs_step, d, 0, p); /* x @ vecs */
+        for (npy_intp r = 0; r < m; r++) { /* sqrt(((x @ vecs) ** 2 / vals).sum(axis=1)) */
+            double *row = p + r * d;
+            for (npy_intp b = 0; b < d; b++) {
+                double square = row[b] * row[b];
+                row[b] = square / vals[j * d + b];
+            }
+            double total = 0.0;
+            char *add_args[3] = {(char *)&total, (char *)row, (char *)&total};
+            npy_intp add_steps[3] = {0, D, 0};
+            add_loop.function(add_args, &d, add_steps, add_loop.data);
+            width[r] = scales[j] * sqrt(total);
+        }
+        product(x, m, d, thetas + j * d, 1, 1, centre); /* x @ theta */
+        double top = centre[0] - width[0];
+        for (npy_intp r = 0; r < m; r++) {
+            low[r] = centre[r] - width[r];
+            if (r > 0 && !isnan(top))
+                top = isnan(low[r]) || low[r] > top ? low[r] : top;
+        }
+        npy_intp kept = 0;
+        for (npy_intp r = 0; r < m; r++)
+            if (centre[r] + width[r] >= top)
+                alive[kept++] = alive[r];
+        m = kept;
+    }
+    PyMem_Free(work);
+    PyObject *out = emptied ? Py_NewRef(Py_None) : PyArray_SimpleNew(1, &m, NPY_INTP);
+    if (out != NULL && out != Py_None)
+        memcpy(PyArray_DATA((PyArrayObject *)out), alive, sizeof(npy_intp) * (size_t)m);
+    PyMem_Free(alive);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"release", release, METH_VARARGS,
      "release(data, cover, shift, floor) -> (raw, short): every tree's release "
@@ -288,6 +397,11 @@ static PyMethodDef methods[] = {
      "above(h, w, threshold) -> bool array or None: whether the largest eigenvalue of "
      "0.5·(M + Mᵀ), M = WᵀHW, is above the threshold, for each pair of the stacks; None if one "
      "computed is not finite."},
+    {"survivors", survivors, METH_VARARGS,
+     "survivors(arms, thetas, vals, vecs, scales) -> intp array or None: the arms (K, d) "
+     "kept by successive elimination with estimate j (thetas[j], V_j = vecs[j] diag(vals[j]) "
+     "vecs[j]ᵀ, width scales[j]·‖x‖_{V_j⁻¹}); None where no arm is left before an estimate "
+     "(numpy's maximum of nothing raises)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -303,6 +417,7 @@ PyMODINIT_FUNC PyInit__stacked(void)
     PyObject *kernels = PyImport_ImportModule("numpy.linalg._umath_linalg");
     int failed = numpy == NULL || kernels == NULL
                  || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
+                 || find_loop(numpy, "add", 2, 1, &add_loop) < 0
                  || find_loop(kernels, "eigh_lo", 1, 2, &eigh_loop) < 0
                  || find_loop(kernels, "eigvalsh_lo", 1, 1, &eigvalsh_loop) < 0;
     Py_XDECREF(numpy);

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandits import _stacked
 from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import ProblemInfo
 from dpbandits.design import g_optimal_design
@@ -180,6 +181,7 @@ class ShuffleGLM(Policy):
         self.buf_w = np.empty(max(self.lengths))
         self.n_buf = 0
         self.theta: list[np.ndarray] = []  # θ̂_1..θ̂_k
+        self._estimates: tuple = (None, ())  # the batches it stacks, `estimate_stacks()`
         self.gram_eig: list[tuple[np.ndarray, np.ndarray]] = []  # V, H_2.., as eigen-pairs
         self.batch_costs: list[tuple[float, float]] = []
         self.records: list[dict[str, float]] = []
@@ -225,7 +227,24 @@ class ShuffleGLM(Policy):
         return self.link.dot(arms @ self.theta[0]) / beta
 
     def _survivors(self, arms: np.ndarray) -> np.ndarray:
-        """Successive elimination with every earlier batch's estimate (paper Sec. 5)."""
+        """Successive elimination with every earlier batch's estimate (paper Sec. 5), compiled
+        (`_stacked.survivors`, the bits of `numpy_survivors`: tests/test_stacked.py)."""
+        key = (id(self.theta), id(self.gram_eig), len(self.theta), len(self.gram_eig))
+        if self._estimates[0] != key:  # the batch estimates changed (or were replaced)
+            self._estimates = (key, self.estimate_stacks())
+        kept = _stacked.survivors(np.ascontiguousarray(arms, dtype=float), *self._estimates[1])
+        return self.numpy_survivors(arms) if kept is None else kept
+
+    def estimate_stacks(self) -> tuple[np.ndarray, ...]:
+        """The batch estimates θ̂_j, the eigen-pairs of V_j and the width scales γκ^p (j = 0)
+        or γ, stacked as `_stacked.survivors` takes them."""
+        scales = [self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0)
+                  for j in range(len(self.theta))]
+        vals, vecs = zip(*self.gram_eig, strict=True)
+        return np.array(self.theta), np.array(vals), np.array(vecs), np.array(scales)
+
+    def numpy_survivors(self, arms: np.ndarray) -> np.ndarray:
+        """`_survivors` in numpy (where no arm is left before an estimate, its max raises)."""
         alive = np.arange(arms.shape[0])
         for j, (theta, (vals, vecs)) in enumerate(zip(self.theta, self.gram_eig, strict=True)):
             x = arms[alive]
