@@ -1,6 +1,7 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
 `dpbandits.instances._ball`, `dpbandits.policies._ridge`,
-`dpbandits._stacked`, `dpbandits._design`); all other
+`dpbandits._stacked`, `dpbandits._design`,
+`dpbandits.privacy._shuffle`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -35,6 +36,12 @@ setup(
             "dpbandits._stacked",
             sources=["src/dpbandits/_stacked.c"],
             depends=["src/dpbandits/numpy_loops.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits.privacy._shuffle",
+            sources=["src/dpbandits/privacy/_shuffle.c"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

@@ -32,7 +32,7 @@ from dpbandits.config import experiment_shards, load_config
 REPO = Path(__file__).resolve().parents[1]
 EXTENSIONS = ("src/dpbandits/privacy/_exact", "src/dpbandits/privacy/_wbk", "src/dpbandits/_design",
               "src/dpbandits/_stacked", "src/dpbandits/policies/_ridge",
-              "src/dpbandits/instances/_ball")
+              "src/dpbandits/instances/_ball", "src/dpbandits/privacy/_shuffle")
 TIMED = """
 import json, sys, time
 from dpbandits.instances.registry import build_instance

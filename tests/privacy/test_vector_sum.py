@@ -187,3 +187,4 @@ def test_bad_parameters(kwargs: dict) -> None:
     extra = {k: args.pop(k) for k in ("log_arg", "c_b") if k in args}
     with pytest.raises(ConfigError):
         vector_sum_params(**args, **extra)
+

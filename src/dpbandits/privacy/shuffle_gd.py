@@ -13,6 +13,7 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 from dpbandits.links import Link
+from dpbandits.privacy import _shuffle
 from dpbandits.privacy.dpsgd import project_ball
 from dpbandits.privacy.split import split
 from dpbandits.privacy.vector_sum import (
@@ -91,7 +92,12 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
 
 
 def clipped_gradients_rows(grads: np.ndarray, bound: float) -> np.ndarray:
-    """Scale each row down to norm ≤ bound."""
+    """Scale each row down to norm ≤ bound: by min(1, bound/max(‖row‖, 1e-300)) (compiled in
+    `_shuffle.clip_rows` for C-ordered float64 rows, numpy's arithmetic)."""
+    if grads.ndim == 2 and grads.size and grads.dtype == np.float64:
+        out = np.array(grads, order="C")
+        _shuffle.clip_rows(out, float(bound))
+        return out
     norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))
     return grads * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits.errors import ConfigError
+from dpbandits.privacy import _shuffle
 
 CB_THEORY = 24.0e4  # CJMP's constant for P_vec as used here (unverified, see module docstring)
 CB_PRACTICAL = 1.0
@@ -92,20 +93,45 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
     v = np.atleast_2d(np.asarray(vectors, dtype=float))
     if v.shape != (params.n, params.dim):
         raise ValueError(f"vectors have shape {v.shape}; expected ({params.n}, {params.dim})")
-    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-    if norms.size and norms.max() > params.bound * (1 + 1e-9):
-        raise ValueError(f"a user's vector has norm {norms.max():.6g} > bound {params.bound}")
+    if v.size and _compiled(v):
+        largest = _shuffle.max_row_norm(v)
+    else:
+        norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+        largest = norms.max() if norms.size else -math.inf
+    if largest > params.bound * (1 + 1e-9):
+        raise ValueError(f"a user's vector has norm {largest:.6g} > bound {params.bound}")
     return v
+
+
+def _compiled(v: np.ndarray) -> bool:
+    """Whether `_shuffle` takes these vectors: C-ordered float64 (n, D), n, D ≥ 1."""
+    return v.ndim == 2 and v.dtype == np.float64 and v.flags.c_contiguous and v.size > 0
 
 
 def _rounded_levels(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
                     ) -> tuple[np.ndarray, np.ndarray]:
     """ȳ = ⌊w g/L⌋ + Bernoulli(frac), w = v + L: integer levels in {0..2g} and the fractions."""
+    return _levels(v, params, rng.random(v.shape))
+
+
+def _levels(v: np.ndarray, params: VectorSumParams, uniforms: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """`_rounded_levels` with its rounding draws given."""
     scaled = np.clip((v + params.bound) * (params.g / params.bound), 0.0, 2.0 * params.g)
     base = np.floor(scaled)
     frac = scaled - base
-    levels = base.astype(np.int64) + (rng.random(v.shape) < frac)
-    return levels, frac
+    return base.astype(np.int64) + (uniforms < frac), frac
+
+
+def _level_sums(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
+                ) -> np.ndarray:
+    """Σ_u ȳ_u per coordinate as floats, from the same rounding draws (compiled in `_shuffle`
+    where it takes the vectors and no value is NaN)."""
+    uniforms = rng.random(v.shape)
+    sums = _shuffle.level_sums(v, params.bound, params.g, uniforms) if _compiled(v) else None
+    if sums is None:
+        sums = _levels(v, params, uniforms)[0].sum(axis=0).astype(float)
+    return sums
 
 
 def randomize(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator) -> np.ndarray:
@@ -171,10 +197,10 @@ def vector_sum(vectors: np.ndarray, params: VectorSumParams,
     n·b: one numpy draw up to 10^15 trials, a sum of exact chunk draws above.
     """
     v = _check_vectors(vectors, params)
-    levels, _ = _rounded_levels(v, params, rng)
+    sums = _level_sums(v, params, rng)
     blanket = blanket_deviation(params.n * params.b, params.p, params.dim, rng)
     scale = params.bound / params.g
-    return scale * (levels.sum(axis=0).astype(float) + blanket) - params.n * params.bound
+    return scale * (sums + blanket) - params.n * params.bound
 
 
 def upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
