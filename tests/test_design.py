@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,6 +14,7 @@ from dpbandits.design import (
     Design,
     compute_design,
     design_g,
+    frank_wolfe,
     g_optimal_design,
     leverages,
     numpy_design,
@@ -180,6 +183,17 @@ def test_non_finite_decompositions_go_to_numpy() -> None:
         compute_design(np.zeros((3, 2)), max_norm=None)
     with pytest.raises(ConfigError, match="all zero"):
         numpy_design(np.zeros((3, 2)))
+
+
+@pytest.mark.parametrize("tol", [math.nan, -0.5])
+def test_a_step_from_g_equal_to_one_raises_as_python_does(tol: float) -> None:
+    """With a tolerance compute_design refuses, g = 1 reaches the line search: Python's float
+    division raises ZeroDivisionError, and so does the compiled design."""
+    x = np.array([[1.0], [0.5]])
+    with pytest.raises(ZeroDivisionError):
+        frank_wolfe(x, tol=tol, max_iter=5)
+    with pytest.raises(ZeroDivisionError):
+        _design.design(x, tol, 5, 1e-10)
 
 
 @pytest.mark.parametrize("points", [np.ones((3, 2), dtype=np.int64),

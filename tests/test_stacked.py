@@ -190,3 +190,18 @@ def test_survivors_leave_an_emptied_round_to_numpy() -> None:
         policy.numpy_survivors(arms)
     policy.theta, policy.gram_eig = policy.theta[:1], policy.gram_eig[:1]
     assert _stacked.survivors(arms, *policy.estimate_stacks()).tolist() == []
+
+
+def test_releases_leave_edge_cases_to_numpy() -> None:
+    """A NaN floor, and rows whose absolute sum nears the largest double (numpy's own order
+    of summation may overflow there), leave the Gershgorin test to numpy; a floor of -0.0
+    clips as numpy's maximum does (its signed zeros)."""
+    data = np.array([[[3.0, 1.0], [1.0, 3.0]]])
+    zeros = np.zeros_like(data)
+    assert _stacked.release(data, zeros, 0.0, math.nan)[1] is None
+    huge = np.full((1, 6, 6), 2.5e307)  # row sums 1.5e308: finite in any order here
+    assert _stacked.release(huge, np.zeros_like(huge), 0.0, 1.0)[1] is None
+    flat = np.zeros((1, 3, 3))
+    vals, vecs = _stacked.release_eigh(flat, np.zeros_like(flat), 0.0, -0.0)
+    expected = clipped_eigh(symmetrised_shifted(flat, 0.0), -0.0)
+    assert vals.tobytes() == expected[0].tobytes() and vecs.tobytes() == expected[1].tobytes()

@@ -15,7 +15,8 @@
  * - the argmax is numpy's float64 argmax (the dtype's `argmax`: the first largest, or the
  *   first NaN);
  * - the rest are single IEEE operations in the order Python evaluates them (compiled with
- *   -ffp-contract=off: no fused multiply-add).
+ *   -ffp-contract=off: no fused multiply-add), with Python's ZeroDivisionError where its
+ *   float division raises. Where the weights come out NaN, their NaNs' sign bits may differ.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -129,6 +130,13 @@ static int start_inverse(const double *xs, npy_intp k, double *gram, double *eye
     return !all_finite(v_inv, k * k);
 }
 
+/* -1 with Python's ZeroDivisionError, as the numpy formulation's float division raises it. */
+static Py_ssize_t zero_division(void)
+{
+    PyErr_SetString(PyExc_ZeroDivisionError, "float division by zero");
+    return -1;
+}
+
 /* Frank–Wolfe steps from the design `weights` with V(π)⁻¹ `v_inv` (k×k) until
  * max h ≤ (1 + tol)·k or max_iter steps (`xv` an n×k array, `u` k scratch): the steps made,
  * or -1 with an error. */
@@ -148,6 +156,8 @@ static Py_ssize_t fw_steps(PyArrayObject *x_arr, double *weights, double *v_inv,
         Py_DECREF(h);
         if (g <= limit || it >= max_iter)
             return it;
+        if (g - 1.0 == 0.0) /* Python's float division raises here */
+            return zero_division();
         double step = (g / (double)k - 1.0) / (g - 1.0);
         double keep = 1.0 - step;
         for (npy_intp i = 0; i < n; i++)
@@ -155,6 +165,8 @@ static Py_ssize_t fw_steps(PyArrayObject *x_arr, double *weights, double *v_inv,
         weights[j] += step;
         /* ((1 − λ)V + λ x xᵀ)⁻¹ = (V⁻¹ − u uᵀ·λ/(1 − λ + λg))/(1 − λ), u = V⁻¹x_j */
         matmul(v_inv, k * (npy_intp)D, D, k, k, x + j * k, 1, 1, u);
+        if (1.0 - step + step * g == 0.0)
+            return zero_division();
         double c = step / (1.0 - step + step * g);
         for (npy_intp a = 0; a < k; a++)
             for (npy_intp b = 0; b < k; b++)

@@ -25,7 +25,9 @@
  *   matrices it does not settle go to LAPACK (`above`) or back to numpy (`release`, which
  *   then returns None for the short flags);
  * - a non-finite eigenvalue returns None: the caller then makes numpy's calls, which raise or
- *   return what `small_linalg` returns.
+ *   return what `small_linalg` returns; so do a NaN floor and rows whose absolute sum nears
+ *   the largest double (numpy's sum in its own order may overflow there);
+ * - eigenvalues are clipped by numpy's maximum loop (its signed zeros and NaNs).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -44,8 +46,9 @@
 
 #define D ((npy_intp)sizeof(double))
 #define MARGIN 1e-9 /* relative to the row's absolute sum: rounding is below 1e-14 there */
+#define LARGEST 0x1p1020 /* row sums above this are left to numpy (its order may overflow) */
 
-static Loop matmul_loop, add_loop, eigh_loop, eigvalsh_loop;
+static Loop matmul_loop, add_loop, maximum_loop, eigh_loop, eigvalsh_loop;
 
 /* A float64 array of shape (n, d, d) (n = -1: any) whose matrices are C-ordered, aligned and
  * native; the stride between them in `stride`. */
@@ -98,11 +101,11 @@ static double radius(const double *m, npy_intp d, npy_intp a, double *scale)
  * not clear, or not finite. */
 static int above_floor(const double *m, npy_intp d, double floor)
 {
-    int clear = 1;
+    int clear = isnan(floor) ? -1 : 1;
     for (npy_intp a = 0; a < d; a++) {
         double scale, low = m[a * d + a] - radius(m, d, a, &scale);
         double margin = MARGIN * (scale + fabs(floor)) + 1e-300;
-        if (!isfinite(low) || !isfinite(scale))
+        if (!isfinite(low) || !(scale < LARGEST)) /* numpy's sum in another order may overflow */
             return -1;
         if (low < floor - margin)
             return 0;
@@ -205,8 +208,9 @@ static PyObject *release_eigh(PyObject *self, PyObject *args)
         Py_DECREF(vecs_obj);
         Py_RETURN_NONE;
     }
-    for (npy_intp i = 0; i < n * d; i++) /* np.maximum(vals, floor) of finite values */
-        vals[i] = vals[i] >= floor ? vals[i] : floor;
+    char *max_args[3] = {(char *)vals, (char *)&floor, (char *)vals}; /* np.maximum */
+    npy_intp count = n * d, max_steps[3] = {D, 0, D};
+    maximum_loop.function(max_args, &count, max_steps, maximum_loop.data);
     return Py_BuildValue("(NN)", vals_obj, vecs_obj);
 }
 
@@ -261,7 +265,7 @@ static PyObject *above_of(PyObject *self, PyObject *args)
             bound = high > bound || isnan(high) ? high : bound;
             scale = row > scale || isnan(row) ? row : scale;
         }
-        if (isfinite(bound) && bound < above - MARGIN * (scale + fabs(above))) {
+        if (scale < LARGEST && bound < above - MARGIN * (scale + fabs(above))) {
             result[i] = 0;
             continue;
         }
@@ -418,6 +422,7 @@ PyMODINIT_FUNC PyInit__stacked(void)
     int failed = numpy == NULL || kernels == NULL
                  || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
                  || find_loop(numpy, "add", 2, 1, &add_loop) < 0
+                 || find_loop(numpy, "maximum", 2, 1, &maximum_loop) < 0
                  || find_loop(kernels, "eigh_lo", 1, 2, &eigh_loop) < 0
                  || find_loop(kernels, "eigvalsh_lo", 1, 1, &eigvalsh_loop) < 0;
     Py_XDECREF(numpy);
