@@ -336,16 +336,10 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__design(void)
 {
     import_array();
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    PyObject *kernels = PyImport_ImportModule("numpy.linalg._umath_linalg");
-    int failed = numpy == NULL || kernels == NULL
-                 || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
-                 || find_loop(kernels, "solve", 2, 1, &solve_loop) < 0
-                 || find_loop(kernels, "cholesky_lo", 1, 1, &cholesky_loop) < 0
-                 || find_loop(kernels, "svd_s", 1, 3, &svd_loop) < 0;
-    Py_XDECREF(numpy);
-    Py_XDECREF(kernels);
-    if (failed)
-        return NULL;
-    return PyModule_Create(&module);
+    const char *linalg = "numpy.linalg._umath_linalg";
+    const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
+                              {linalg, "solve", 2, 1, &solve_loop},
+                              {linalg, "cholesky_lo", 1, 1, &cholesky_loop},
+                              {linalg, "svd_s", 1, 3, &svd_loop}};
+    return find_loops(loops, 4) < 0 ? NULL : PyModule_Create(&module);
 }

@@ -70,6 +70,38 @@ static const double *stack(PyObject *object, const char *name, npy_intp n, npy_i
     return NULL;
 }
 
+/* Two stacks of n d×d matrices, as `stack` takes them. */
+typedef struct {
+    npy_intp n, d, first_step, second_step;
+    const double *first, *second;
+} Pair;
+
+static int pair_of(PyObject *first, PyObject *second, const char *first_name,
+                   const char *second_name, Pair *pair)
+{
+    if (!PyArray_Check(first) || PyArray_NDIM((PyArrayObject *)first) != 3) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a float64 (n, d, d)",
+                     first_name);
+        return -1;
+    }
+    pair->n = PyArray_DIM((PyArrayObject *)first, 0);
+    pair->d = PyArray_DIM((PyArrayObject *)first, 1);
+    pair->first = stack(first, first_name, -1, pair->d, &pair->first_step);
+    pair->second = pair->first == NULL ? NULL
+                   : stack(second, second_name, pair->n, pair->d, &pair->second_step);
+    return pair->second == NULL ? -1 : 0;
+}
+
+/* The arguments (data, cover, shift, floor) of a release, parsed with `format`. */
+static int release_args(PyObject *args, const char *format, Pair *pair, double *shift,
+                        double *floor)
+{
+    PyObject *data, *cover;
+    if (!PyArg_ParseTuple(args, format, &data, &cover, shift, floor))
+        return -1;
+    return pair_of(data, cover, "data", "cover", pair);
+}
+
 /* out = 0.5·(S + Sᵀ) + shift·I for S = data + cover, as `symmetrised_shifted` computes it. */
 static void symmetrised(const double *data, const double *cover, double shift, npy_intp d,
                         double *sum, double *out)
@@ -117,20 +149,12 @@ static int above_floor(const double *m, npy_intp d, double floor)
 
 static PyObject *release(PyObject *self, PyObject *args)
 {
-    PyObject *data_obj, *cover_obj;
     double shift, floor;
-    if (!PyArg_ParseTuple(args, "OOdd:release", &data_obj, &cover_obj, &shift, &floor))
+    Pair pair;
+    if (release_args(args, "OOdd:release", &pair, &shift, &floor) < 0)
         return NULL;
-    if (!PyArray_Check(data_obj) || PyArray_NDIM((PyArrayObject *)data_obj) != 3) {
-        PyErr_SetString(PyExc_ValueError, "data is not allowed; must be a float64 (n, d, d)");
-        return NULL;
-    }
-    npy_intp n = PyArray_DIM((PyArrayObject *)data_obj, 0);
-    npy_intp d = PyArray_DIM((PyArrayObject *)data_obj, 1), data_step, cover_step;
-    const double *data = stack(data_obj, "data", -1, d, &data_step);
-    const double *cover = data ? stack(cover_obj, "cover", n, d, &cover_step) : NULL;
-    if (cover == NULL)
-        return NULL;
+    npy_intp n = pair.n, d = pair.d, data_step = pair.first_step, cover_step = pair.second_step;
+    const double *data = pair.first, *cover = pair.second;
     npy_intp shape[3] = {n, d, d};
     PyObject *raw_obj = PyArray_SimpleNew(3, shape, NPY_DOUBLE);
     PyObject *short_obj = PyArray_SimpleNew(1, &n, NPY_BOOL);
@@ -168,20 +192,12 @@ static int all_finite(const double *v, npy_intp n)
 
 static PyObject *release_eigh(PyObject *self, PyObject *args)
 {
-    PyObject *data_obj, *cover_obj;
     double shift, floor;
-    if (!PyArg_ParseTuple(args, "OOdd:release_eigh", &data_obj, &cover_obj, &shift, &floor))
+    Pair pair;
+    if (release_args(args, "OOdd:release_eigh", &pair, &shift, &floor) < 0)
         return NULL;
-    if (!PyArray_Check(data_obj) || PyArray_NDIM((PyArrayObject *)data_obj) != 3) {
-        PyErr_SetString(PyExc_ValueError, "data is not allowed; must be a float64 (n, d, d)");
-        return NULL;
-    }
-    npy_intp n = PyArray_DIM((PyArrayObject *)data_obj, 0);
-    npy_intp d = PyArray_DIM((PyArrayObject *)data_obj, 1), data_step, cover_step;
-    const double *data = stack(data_obj, "data", -1, d, &data_step);
-    const double *cover = data ? stack(cover_obj, "cover", n, d, &cover_step) : NULL;
-    if (cover == NULL)
-        return NULL;
+    npy_intp n = pair.n, d = pair.d, data_step = pair.first_step, cover_step = pair.second_step;
+    const double *data = pair.first, *cover = pair.second;
     npy_intp shape[3] = {n, d, d};
     PyObject *vals_obj = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
     PyObject *vecs_obj = PyArray_SimpleNew(3, shape, NPY_DOUBLE);
@@ -228,18 +244,12 @@ static PyObject *above_of(PyObject *self, PyObject *args)
 {
     PyObject *h_obj, *w_obj;
     double above;
-    if (!PyArg_ParseTuple(args, "OOd:above", &h_obj, &w_obj, &above))
+    Pair pair;
+    if (!PyArg_ParseTuple(args, "OOd:above", &h_obj, &w_obj, &above)
+            || pair_of(h_obj, w_obj, "h", "w", &pair) < 0)
         return NULL;
-    if (!PyArray_Check(h_obj) || PyArray_NDIM((PyArrayObject *)h_obj) != 3) {
-        PyErr_SetString(PyExc_ValueError, "h is not allowed; must be a float64 (n, d, d)");
-        return NULL;
-    }
-    npy_intp n = PyArray_DIM((PyArrayObject *)h_obj, 0);
-    npy_intp d = PyArray_DIM((PyArrayObject *)h_obj, 1), h_step, w_step;
-    const double *h = stack(h_obj, "h", -1, d, &h_step);
-    const double *w = h ? stack(w_obj, "w", n, d, &w_step) : NULL;
-    if (w == NULL)
-        return NULL;
+    npy_intp n = pair.n, d = pair.d, h_step = pair.first_step, w_step = pair.second_step;
+    const double *h = pair.first, *w = pair.second;
     PyObject *out = PyArray_SimpleNew(1, &n, NPY_BOOL);
     double *work = PyMem_Malloc(sizeof(double) * (size_t)(3 * d * d + d));
     if (out == NULL || work == NULL) {
@@ -417,17 +427,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__stacked(void)
 {
     import_array();
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    PyObject *kernels = PyImport_ImportModule("numpy.linalg._umath_linalg");
-    int failed = numpy == NULL || kernels == NULL
-                 || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
-                 || find_loop(numpy, "add", 2, 1, &add_loop) < 0
-                 || find_loop(numpy, "maximum", 2, 1, &maximum_loop) < 0
-                 || find_loop(kernels, "eigh_lo", 1, 2, &eigh_loop) < 0
-                 || find_loop(kernels, "eigvalsh_lo", 1, 1, &eigvalsh_loop) < 0;
-    Py_XDECREF(numpy);
-    Py_XDECREF(kernels);
-    if (failed)
-        return NULL;
-    return PyModule_Create(&module);
+    const char *linalg = "numpy.linalg._umath_linalg";
+    const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
+                              {"numpy", "add", 2, 1, &add_loop},
+                              {"numpy", "maximum", 2, 1, &maximum_loop},
+                              {linalg, "eigh_lo", 1, 2, &eigh_loop},
+                              {linalg, "eigvalsh_lo", 1, 1, &eigvalsh_loop}};
+    return find_loops(loops, 5) < 0 ? NULL : PyModule_Create(&module);
 }

@@ -52,6 +52,28 @@ static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop
     return -1;
 }
 
+/* A loop to find: ufunc `name` of module `module` ("numpy", "numpy.linalg._umath_linalg"). */
+typedef struct {
+    const char *module;
+    const char *name;
+    int nin, nout;
+    Loop *loop;
+} LoopSpec;
+
+/* Every loop of the table found (`find_loop`), or -1 with an error. */
+static int find_loops(const LoopSpec *specs, int count)
+{
+    for (int k = 0; k < count; k++) {
+        PyObject *module = PyImport_ImportModule(specs[k].module);
+        int failed = module == NULL || find_loop(module, specs[k].name, specs[k].nin,
+                                                 specs[k].nout, specs[k].loop) < 0;
+        Py_XDECREF(module);
+        if (failed)
+            return -1;
+    }
+    return 0;
+}
+
 /* out[j] = f(in[j]) for j < m by a one-input loop, on contiguous float64 (in may be out). */
 static inline void apply(const Loop *loop, double *in, double *out, npy_intp m)
 {

@@ -144,13 +144,11 @@ static PyObject *bind(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_TypeError, "error is not allowed; must be an exception class");
         return NULL;
     }
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    int missing = numpy == NULL || find_loop(numpy, "matmul", 2, 1, &matmul_loop) < 0
-                  || find_loop(numpy, "log", 1, 1, &log_loop) < 0
-                  || find_loop(numpy, "add", 2, 1, &add_loop) < 0
-                  || find_loop(numpy, "rint", 1, 1, &rint_loop) < 0;
-    Py_XDECREF(numpy);
-    if (missing)
+    const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
+                              {"numpy", "log", 1, 1, &log_loop},
+                              {"numpy", "add", 2, 1, &add_loop},
+                              {"numpy", "rint", 1, 1, &rint_loop}};
+    if (find_loops(loops, 4) < 0)
         return NULL;
     dpotrf = (dpotrf_fn *)found[0];
     dpotrs = (dpotrs_fn *)found[1];

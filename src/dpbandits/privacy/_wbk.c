@@ -127,13 +127,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__wbk(void)
 {
-    PyObject *numpy = PyImport_ImportModule("numpy");
-    if (numpy == NULL)
-        return NULL;
-    int failed = find_loop(numpy, "exp", 1, 1, &exp_loop) < 0
-                 || find_loop(numpy, "log1p", 1, 1, &log1p_loop) < 0;
-    Py_DECREF(numpy);
-    if (failed)
-        return NULL;
-    return PyModule_Create(&module);
+    const LoopSpec loops[] = {{"numpy", "exp", 1, 1, &exp_loop},
+                              {"numpy", "log1p", 1, 1, &log1p_loop}};
+    return find_loops(loops, 2) < 0 ? NULL : PyModule_Create(&module);
 }
