@@ -205,3 +205,16 @@ def test_releases_leave_edge_cases_to_numpy() -> None:
     vals, vecs = _stacked.release_eigh(flat, np.zeros_like(flat), 0.0, -0.0)
     expected = clipped_eigh(symmetrised_shifted(flat, 0.0), -0.0)
     assert vals.tobytes() == expected[0].tobytes() and vecs.tobytes() == expected[1].tobytes()
+
+
+def test_survivors_follow_replaced_estimates() -> None:
+    """Estimates replaced by new lists of the same length (as tests and tools may set them)
+    are stacked afresh: the compiled elimination keeps numpy's arms every time."""
+    rng = np.random.default_rng(5)
+    policy = elimination_state(rng, 3, 4)
+    policy._estimates = (None, None, None, ())
+    for _ in range(50):
+        fresh = elimination_state(rng, 3, 4)
+        policy.theta, policy.gram_eig = fresh.theta, fresh.gram_eig
+        arms = rng.standard_normal((12, 4)) / 2.0
+        assert policy._survivors(arms).tolist() == policy.numpy_survivors(arms).tolist()

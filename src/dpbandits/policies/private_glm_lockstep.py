@@ -1,13 +1,15 @@
 """Private-GLM's trials in lockstep (docs/architecture.md, "Runner"): each round's tree
 releases, eigen-decompositions, Criterion I and II checks, warm-up counter and UCB scores of
-every trial of a shard are one numpy call each on the trials' stacked state. Fits and switches,
-which a trial makes a few times per run, and the bookkeeping of Criterion-I rounds are the
-policy's own methods.
+every trial of a shard are one call each on the trials' stacked state (numpy's, or the
+compiled kernels of `_stacked` for the releases and Criterion II). Fits and switches, which a
+trial makes a few times per run, and the bookkeeping of Criterion-I rounds are the policy's own
+methods.
 
-Every call gives each trial the bits of its own run: `inverse_norms`, `gen_eig_max_whitened`
-and the trees' releases (`StackedTrees`) are the policy's own functions applied to stacks, and
-the stacked forms below of its 1-d products compute each trial's numbers with the same calls
-(tests/policies/test_private_glm_lockstep.py).
+Every call gives each trial the bits of its own run: `inverse_norms`, `gen_eig_max_white` and
+the trees' releases (`StackedTrees`) are the policy's own functions applied to stacks, the
+stacked forms below of its 1-d products compute each trial's numbers with the same calls, and
+`_stacked` makes numpy's calls and decisions (tests/policies/test_private_glm_lockstep.py,
+tests/test_stacked.py).
 """
 
 from __future__ import annotations
@@ -70,7 +72,6 @@ class PrivateGLMLockstep(Lockstep):
         self.thr_w, self.beta = first.const.thr_w, first.const.beta
         self.width_scale, self.switch_above = first.width_scale, first.switch_above
         self.rows = np.arange(len(policies))
-        self.everyone = np.ones(len(policies), dtype=bool)
         self.vtree = StackedTrees([p.vtree for p in policies])
         self.htree = StackedTrees([p.htree for p in policies])
 

@@ -93,7 +93,7 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
     v = np.atleast_2d(np.asarray(vectors, dtype=float))
     if v.shape != (params.n, params.dim):
         raise ValueError(f"vectors have shape {v.shape}; expected ({params.n}, {params.dim})")
-    if v.size and _compiled(v):
+    if _compiled(v):
         largest = _shuffle.max_row_norm(v)
     else:
         norms = np.sqrt(np.einsum("ij,ij->i", v, v))
