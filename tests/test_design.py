@@ -185,6 +185,11 @@ def test_non_finite_decompositions_go_to_numpy() -> None:
         numpy_design(np.zeros((3, 2)))
 
 
+def test_a_step_cap_beyond_the_machine_word_is_no_cap() -> None:
+    points = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
+    assert same_design(compute_design(points, max_iter=2**70), numpy_design(points))
+
+
 @pytest.mark.parametrize("tol", [math.nan, -0.5])
 def test_a_step_from_g_equal_to_one_raises_as_python_does(tol: float) -> None:
     """With a tolerance compute_design refuses, g = 1 reaches the line search: Python's float

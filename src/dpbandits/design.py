@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -141,7 +142,7 @@ def compute_design(
     a = np.ascontiguousarray(check_points(points, max_norm=max_norm))
     if not 0 < tol <= 1:
         raise ConfigError(f"tol = {tol!r} is not allowed; must be in (0, 1]")
-    found = _design.design(a, float(tol), int(max_iter), RANK_TOL)
+    found = _design.design(a, float(tol), min(int(max_iter), sys.maxsize), RANK_TOL)
     if found is None:
         return numpy_design(a, tol=tol, max_iter=max_iter)
     weights, basis, g, iterations = found

@@ -3,6 +3,7 @@ against their numpy formulation."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 from dpbandits.privacy import _shuffle
 from dpbandits.privacy.shuffle_gd import clipped_gradients_rows
-from dpbandits.privacy.vector_sum import _levels, vector_sum_params
+from dpbandits.privacy.vector_sum import _levels, vector_sum, vector_sum_params
 
 
 def user_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
@@ -69,3 +70,34 @@ def test_compiled_passes_keep_numpys_nan_and_inf() -> None:
 def test_compiled_passes_refuse_other_arrays(call) -> None:  # noqa: ANN001 - a test case
     with pytest.raises(ValueError, match="not allowed"):
         call()
+
+
+def misaligned(a: np.ndarray) -> np.ndarray:
+    """A C-ordered float64 copy of `a` one byte off alignment."""
+    raw = np.zeros(a.nbytes + 1, dtype=np.uint8)
+    out = raw[1:].view(np.float64).reshape(a.shape)
+    out[...] = a
+    assert not out.flags.aligned and out.flags.c_contiguous
+    return out
+
+
+def test_every_layout_releases_the_same_sum() -> None:
+    """Misaligned, Fortran-ordered and strided vectors take numpy's calls and release what the
+    compiled passes release from a C-ordered copy, from the same generator state; an
+    over-bound vector raises the norm error in every layout; a hand-made integral float g
+    works as the integer does."""
+    rng = np.random.default_rng(9)
+    v = clipped_gradients_rows(rng.standard_normal((40, 3)), 1.0)
+    params = vector_sum_params(40, 3, 1.0, 1.0, 1e-5)
+    expected = vector_sum(v, params, np.random.default_rng(1))
+    for layout in (misaligned(v), np.asfortranarray(v), np.repeat(v, 2, axis=1)[:, ::2]):
+        assert vector_sum(layout, params, np.random.default_rng(1)).tobytes() == (
+            expected.tobytes())
+        assert clipped_gradients_rows(layout, 0.5).tobytes() == (
+            layout * np.minimum(1.0, 0.5 / np.maximum(np.sqrt(np.einsum(
+                "ij,ij->i", layout, layout)), 1e-300))[:, None]).tobytes()
+        over = layout * 3.0
+        with pytest.raises(ValueError, match="norm .* > bound"):
+            vector_sum(over, params, np.random.default_rng(1))
+    as_float = dataclasses.replace(params, g=float(params.g))
+    assert vector_sum(v, as_float, np.random.default_rng(1)).tobytes() == expected.tobytes()

@@ -181,7 +181,9 @@ class ShuffleGLM(Policy):
         self.buf_w = np.empty(max(self.lengths))
         self.n_buf = 0
         self.theta: list[np.ndarray] = []  # θ̂_1..θ̂_k
-        self._estimates: tuple = (None, None, None, ())  # lists stacked, their lengths, stacks
+        # the lists stacked (estimates are only appended to them, never changed in place),
+        # their lengths and the width constants, and the stacks
+        self._estimates: tuple = (None, None, None, ())
         self.gram_eig: list[tuple[np.ndarray, np.ndarray]] = []  # V, H_2.., as eigen-pairs
         self.batch_costs: list[tuple[float, float]] = []
         self.records: list[dict[str, float]] = []
@@ -229,11 +231,10 @@ class ShuffleGLM(Policy):
     def _survivors(self, arms: np.ndarray) -> np.ndarray:
         """Successive elimination with every earlier batch's estimate (paper Sec. 5), compiled
         (`_stacked.survivors`, the bits of `numpy_survivors`: tests/test_stacked.py)."""
-        theta, gram_eig, lengths, stacks = self._estimates
-        if not (theta is self.theta and gram_eig is self.gram_eig
-                and lengths == (len(theta), len(gram_eig))):  # estimates added or replaced
-            self._estimates = (self.theta, self.gram_eig, (len(self.theta), len(self.gram_eig)),
-                               self.estimate_stacks())
+        theta, gram_eig, sizes, stacks = self._estimates
+        now = (len(self.theta), len(self.gram_eig), self.gamma, self.kappa, self.elim_power)
+        if not (theta is self.theta and gram_eig is self.gram_eig and sizes == now):
+            self._estimates = (self.theta, self.gram_eig, now, self.estimate_stacks())
         kept = _stacked.survivors(np.ascontiguousarray(arms, dtype=float), *self._estimates[3])
         return self.numpy_survivors(arms) if kept is None else kept
 

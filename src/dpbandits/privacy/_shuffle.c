@@ -10,7 +10,7 @@
  * the row norms are numpy's einsum (PyArray_EinsteinSum, what `np.einsum` calls) and sqrt,
  * the rest single IEEE operations in numpy's order (compiled with -ffp-contract=off), and the
  * level sums integers, exact in any order. A NaN in `level_sums` returns None: the caller then
- * makes numpy's calls.
+ * makes numpy's calls. NaN norms and clipped rows may differ from numpy's in their sign bit.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

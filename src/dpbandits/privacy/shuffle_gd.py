@@ -93,9 +93,10 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
 
 def clipped_gradients_rows(grads: np.ndarray, bound: float) -> np.ndarray:
     """Scale each row down to norm ≤ bound: by min(1, bound/max(‖row‖, 1e-300)) (compiled in
-    `_shuffle.clip_rows` for C-ordered float64 rows, numpy's arithmetic)."""
-    if grads.ndim == 2 and grads.size and grads.dtype == np.float64:
-        out = np.array(grads, order="C")
+    `_shuffle.clip_rows` for C-ordered aligned float64 rows, numpy's arithmetic)."""
+    if (grads.ndim == 2 and grads.size and grads.dtype == np.float64
+            and grads.flags.c_contiguous and grads.flags.aligned):
+        out = grads.copy()
         _shuffle.clip_rows(out, float(bound))
         return out
     norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))

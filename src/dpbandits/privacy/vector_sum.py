@@ -104,8 +104,10 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
 
 
 def _compiled(v: np.ndarray) -> bool:
-    """Whether `_shuffle` takes these vectors: C-ordered float64 (n, D), n, D ≥ 1."""
-    return v.ndim == 2 and v.dtype == np.float64 and v.flags.c_contiguous and v.size > 0
+    """Whether `_shuffle` takes these vectors: C-ordered aligned native float64 (n, D),
+    n, D ≥ 1 (others take numpy's calls)."""
+    return (v.ndim == 2 and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.aligned
+            and v.size > 0)
 
 
 def _rounded_levels(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
@@ -128,7 +130,10 @@ def _level_sums(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
     """Σ_u ȳ_u per coordinate as floats, from the same rounding draws (compiled in `_shuffle`
     where it takes the vectors and no value is NaN)."""
     uniforms = rng.random(v.shape)
-    sums = _shuffle.level_sums(v, params.bound, params.g, uniforms) if _compiled(v) else None
+    g = params.g
+    integral = float(g).is_integer() and 1 <= g <= 2**40
+    sums = (_shuffle.level_sums(v, params.bound, int(g), uniforms)
+            if integral and _compiled(v) else None)
     if sums is None:
         sums = _levels(v, params, uniforms)[0].sum(axis=0).astype(float)
     return sums
