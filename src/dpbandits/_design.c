@@ -38,33 +38,11 @@
 
 static Loop matmul_loop, solve_loop, cholesky_loop, svd_loop;
 
-/* out (C-ordered m×p) = a @ b by numpy's matmul loop, a m×n read with steps (a_m, a_n) and
- * b n×p with steps (b_n, b_p); b a vector (p = 1) has numpy's step 0 along its added axis and
- * the output's (`vector`). */
-static void matmul_steps(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
-                         const double *b, npy_intp b_n, npy_intp b_p, npy_intp p, int vector,
-                         double *out)
-{
-    char *args[3] = {(char *)a, (char *)b, (char *)out};
-    npy_intp dimensions[4] = {1, m, n, p};
-    npy_intp steps[9] = {0, 0, 0, a_m, a_n, b_n, vector ? 0 : b_p, p * (npy_intp)D,
-                         vector ? 0 : (npy_intp)D};
-    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
-}
-
-/* The same with b C-ordered (or a vector). */
+/* `matmul_with` numpy's matmul loop, b C-ordered (or a vector). */
 static void matmul(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
                    const double *b, npy_intp p, int vector, double *out)
 {
-    matmul_steps(a, a_m, a_n, m, n, b, p * (npy_intp)D, D, p, vector, out);
-}
-
-/* `einsum("ij,ij->i", a, b)`: a new (n,) array, NULL with an error. */
-static PyArrayObject *row_dots(PyArrayObject *a, PyArrayObject *b)
-{
-    PyArrayObject *ops[2] = {a, b};
-    return PyArray_EinsteinSum((char *)"ij,ij->i", 2, ops, NULL, NPY_KEEPORDER,
-                               NPY_SAFE_CASTING, NULL);
+    matmul_with(&matmul_loop, a, a_m, a_n, m, n, b, p * (npy_intp)D, D, p, vector, out);
 }
 
 /* `int(h.argmax())` of a float64 vector. */
@@ -73,15 +51,6 @@ static npy_intp argmax(PyArrayObject *h)
     npy_intp j = 0;
     PyDataType_GetArrFuncs(PyArray_DESCR(h))->argmax(PyArray_DATA(h), PyArray_DIM(h, 0), &j, h);
     return j;
-}
-
-/* Every entry finite. */
-static int all_finite(const double *v, npy_intp n)
-{
-    for (npy_intp i = 0; i < n; i++)
-        if (!isfinite(v[i]))
-            return 0;
-    return 1;
 }
 
 /* The greedy spanning start: k rows of the n×k `x`, each the largest residual norm after
@@ -221,12 +190,8 @@ static int leverage_max(PyArrayObject *x_arr, const double *weights, double *y, 
     Py_DECREF(z);
     if (h == NULL)
         return -1;
-    const double *values = (const double *)PyArray_DATA(h);
-    double top = values[0];
-    for (npy_intp j = 1; j < n && !isnan(top); j++) /* numpy's max: NaN if any */
-        top = isnan(values[j]) || values[j] > top ? values[j] : top;
+    *g = nan_max((const double *)PyArray_DATA(h), n);
     Py_DECREF(h);
-    *g = top;
     return 0;
 }
 
@@ -284,7 +249,7 @@ static PyObject *design(PyObject *self, PyObject *args)
     }
     const double *u_rows = (const double *)PyArray_DATA((PyArrayObject *)basis);
     double *x = (double *)PyArray_DATA(x_arr);
-    matmul_steps(a, d * D, D, n, d, u_rows, D, d * D, k, 0, x); /* a @ basis.T */
+    matmul_with(&matmul_loop, a, d * D, D, n, d, u_rows, D, d * D, k, 0, x); /* a @ basis.T */
     double *ru = work, *xs = ru + n, *gram = xs + k * k, *eye = gram + k * k;
     double *v_inv = eye + k * k, *chol = v_inv + k * k, *u = chol + k * k;
     double *w = (double *)PyArray_DATA((PyArrayObject *)weights), g = NAN;

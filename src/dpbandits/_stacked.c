@@ -181,15 +181,6 @@ static PyObject *release(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", raw_obj, short_obj);
 }
 
-/* Every entry finite. */
-static int all_finite(const double *v, npy_intp n)
-{
-    for (npy_intp i = 0; i < n; i++)
-        if (!isfinite(v[i]))
-            return 0;
-    return 1;
-}
-
 static PyObject *release_eigh(PyObject *self, PyObject *args)
 {
     double shift, floor;
@@ -230,16 +221,6 @@ static PyObject *release_eigh(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", vals_obj, vecs_obj);
 }
 
-/* out = a @ b for d×d matrices, a read with steps (a_row, a_col), by numpy's matmul loop. */
-static void matmul(const double *a, npy_intp a_row, npy_intp a_col, const double *b,
-                   npy_intp d, double *out)
-{
-    char *args[3] = {(char *)a, (char *)b, (char *)out};
-    npy_intp dimensions[4] = {1, d, d, d};
-    npy_intp steps[9] = {0, 0, 0, a_row, a_col, d * D, D, d * D, D};
-    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
-}
-
 static PyObject *above_of(PyObject *self, PyObject *args)
 {
     PyObject *h_obj, *w_obj;
@@ -262,8 +243,9 @@ static PyObject *above_of(PyObject *self, PyObject *args)
     int finite = 1;
     for (npy_intp i = 0; finite && i < n; i++) {
         const double *wi = w + i * w_step;
-        matmul(wi, D, d * D, h + i * h_step, d, left); /* Wᵀ H: W read transposed */
-        matmul(left, d * D, D, wi, d, m);
+        /* Wᵀ H (W read transposed), then (Wᵀ H) W */
+        matmul_with(&matmul_loop, wi, D, d * D, d, d, h + i * h_step, d * D, D, d, 0, left);
+        matmul_with(&matmul_loop, left, d * D, D, d, d, wi, d * D, D, d, 0, m);
         for (npy_intp a = 0; a < d; a++)
             for (npy_intp b = 0; b < d; b++) {
                 double value = m[a * d + b] + m[b * d + a];
@@ -292,18 +274,6 @@ static PyObject *above_of(PyObject *self, PyObject *args)
         Py_RETURN_NONE;
     }
     return out;
-}
-
-/* out = a @ b for the C-ordered m×n a and n×p b (p = 1 and `vector`: b a vector), by numpy's
- * matmul loop with the steps numpy passes. */
-static void product(const double *a, npy_intp m, npy_intp n, const double *b, npy_intp p,
-                    int vector, double *out)
-{
-    char *args[3] = {(char *)a, (char *)b, (char *)out};
-    npy_intp dimensions[4] = {1, m, n, p};
-    npy_intp column = vector ? 0 : D;
-    npy_intp steps[9] = {0, 0, 0, n * D, D, p * D, column, p * D, column};
-    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
 }
 
 /* A C-contiguous aligned native float64 array of `ndim` dimensions with these sizes (-1: any). */
@@ -364,7 +334,8 @@ static PyObject *survivors(PyObject *self, PyObject *args)
         }
         for (npy_intp r = 0; r < m; r++)
             memcpy(x + r * d, arms + alive[r] * d, sizeof(double) * (size_t)d);
-        product(x, m, d, vecs + j * vecs_step, d, 0, p); /* x @ vecs */
+        matmul_with(&matmul_loop, x, d * D, D, m, d, vecs + j * vecs_step, d * D, D, d, 0,
+                    p); /* x @ vecs */
         for (npy_intp r = 0; r < m; r++) { /* sqrt(((x @ vecs) ** 2 / vals).sum(axis=1)) */
             double *row = p + r * d;
             for (npy_intp b = 0; b < d; b++) {
@@ -377,13 +348,11 @@ static PyObject *survivors(PyObject *self, PyObject *args)
             add_loop.function(add_args, &d, add_steps, add_loop.data);
             width[r] = scales[j] * sqrt(total);
         }
-        product(x, m, d, thetas + j * d, 1, 1, centre); /* x @ theta */
-        double top = centre[0] - width[0];
-        for (npy_intp r = 0; r < m; r++) {
+        matmul_with(&matmul_loop, x, d * D, D, m, d, thetas + j * d, D, 0, 1, 1,
+                    centre); /* x @ theta */
+        for (npy_intp r = 0; r < m; r++)
             low[r] = centre[r] - width[r];
-            if (r > 0 && !isnan(top))
-                top = isnan(low[r]) || low[r] > top ? low[r] : top;
-        }
+        double top = nan_max(low, m); /* (centre - width).max() */
         npy_intp kept = 0;
         for (npy_intp r = 0; r < m; r++)
             if (centre[r] + width[r] >= top)

@@ -61,7 +61,7 @@ typedef struct {
 } LoopSpec;
 
 /* Every loop of the table found (`find_loop`), or -1 with an error. */
-static int find_loops(const LoopSpec *specs, int count)
+static inline int find_loops(const LoopSpec *specs, int count)
 {
     for (int k = 0; k < count; k++) {
         PyObject *module = PyImport_ImportModule(specs[k].module);
@@ -73,6 +73,50 @@ static int find_loops(const LoopSpec *specs, int count)
     }
     return 0;
 }
+
+/* out (C-ordered m×p) = a @ b by numpy's float64 matmul loop `loop`, with the dimensions and
+ * steps numpy passes: a m×n read with steps (a_m, a_n), b n×p with steps (b_n, b_p); where b
+ * is a vector (`vector`, p = 1) numpy's steps along its added axis and the output's are 0. */
+static inline void matmul_with(const Loop *loop, const double *a, npy_intp a_m, npy_intp a_n,
+                               npy_intp m, npy_intp n, const double *b, npy_intp b_n,
+                               npy_intp b_p, npy_intp p, int vector, double *out)
+{
+    npy_intp size = (npy_intp)sizeof(double);
+    char *args[3] = {(char *)a, (char *)b, (char *)out};
+    npy_intp dimensions[4] = {1, m, n, p};
+    npy_intp steps[9] = {0, 0, 0, a_m, a_n, b_n, vector ? 0 : b_p, p * size,
+                         vector ? 0 : size};
+    loop->function(args, dimensions, steps, loop->data);
+}
+
+/* numpy's max of n >= 1 float64 values: the largest, or NaN if one is NaN. */
+static inline double nan_max(const double *v, npy_intp n)
+{
+    double top = v[0];
+    for (npy_intp i = 1; i < n && !isnan(top); i++)
+        top = isnan(v[i]) || v[i] > top ? v[i] : top;
+    return top;
+}
+
+/* Every one of the n values finite. */
+static inline int all_finite(const double *v, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++)
+        if (!isfinite(v[i]))
+            return 0;
+    return 1;
+}
+
+#ifdef Py_ARRAYOBJECT_H
+/* `np.einsum("ij,ij->i", a, b)`: a new (n,) array, NULL with an error (include after
+ * numpy/arrayobject.h). */
+static inline PyArrayObject *row_dots(PyArrayObject *a, PyArrayObject *b)
+{
+    PyArrayObject *ops[2] = {a, b};
+    return PyArray_EinsteinSum((char *)"ij,ij->i", 2, ops, NULL, NPY_KEEPORDER,
+                               NPY_SAFE_CASTING, NULL);
+}
+#endif
 
 /* out[j] = f(in[j]) for j < m by a one-input loop, on contiguous float64 (in may be out). */
 static inline void apply(const Loop *loop, double *in, double *out, npy_intp m)

@@ -151,11 +151,7 @@ def _stacked_outcomes(envs: Sequence[RoundEnvironment], horizon: int
     `pull`s give; None where one has none (or has them from another class than `pull`)."""
     rewards, regrets = [], []
     for env in envs:
-        tables_of = getattr(env, "outcome_tables", None)
-        if tables_of is None or _defines(type(env), "outcome_tables") is not _defines(
-                type(env), "pull"):
-            return None
-        outcomes = tables_of()
+        outcomes = _declared_outcomes(env)
         if outcomes is None or any(len(o) < horizon for o in outcomes):
             return None
         rewards.append(outcomes[0][:horizon])
@@ -183,6 +179,17 @@ def plays_tables(cls: type[Policy]) -> bool:
     return bool(vars(cls).get("plays_tables", False))
 
 
+def _declared_outcomes(env: RoundEnvironment) -> tuple[np.ndarray, np.ndarray] | None:
+    """`env.outcome_tables()` where the class defining `pull` defines it too (a subclass that
+    pulls otherwise and did not say what its outcomes are has none); None where there is none
+    (optional, as `contexts` is)."""
+    tables_of = getattr(env, "outcome_tables", None)
+    if tables_of is None or _defines(type(env), "outcome_tables") is not _defines(type(env),
+                                                                                  "pull"):
+        return None
+    return tables_of()
+
+
 def _defines(cls: type, name: str) -> type | None:
     """The class of `cls`'s method resolution order whose body defines `name`."""
     return next((base for base in cls.__mro__ if name in vars(base)), None)
@@ -195,11 +202,7 @@ def outcome_tables(policy: Policy, env: RoundEnvironment) -> OutcomeTables | Non
     otherwise and did not say what its outcomes are)."""
     horizon = env.horizon
     table = getattr(env, "contexts", None)
-    tables_of = getattr(env, "outcome_tables", None)  # optional, as `contexts` is
-    if tables_of is None or _defines(type(env), "outcome_tables") is not _defines(type(env),
-                                                                                  "pull"):
-        return None
-    outcomes = tables_of()
+    outcomes = _declared_outcomes(env)
     if (outcomes is None or not isinstance(table, np.ndarray) or table.ndim != 3
             or len(table) < horizon):
         return None

@@ -179,11 +179,8 @@ static int bound(const char *caller)
  * numpy passes for a (m, n) matrix times an (n,) vector (m = 1: a vector, xᵀx-like dot). */
 static void matvec(const double *a, npy_intp m, npy_intp n, const double *x, double *out)
 {
-    char *args[3] = {(char *)a, (char *)x, (char *)out};
-    npy_intp dimensions[4] = {1, m, n, 1};
-    npy_intp steps[9] = {0, 0, 0, n * (npy_intp)sizeof(double), sizeof(double),
-                         sizeof(double), 0, sizeof(double), 0};
-    matmul_loop.function(args, dimensions, steps, matmul_loop.data);
+    npy_intp size = (npy_intp)sizeof(double);
+    matmul_with(&matmul_loop, a, n * size, size, m, n, x, size, 0, 1, 1, out);
 }
 
 /* `float(x @ y)` of two vectors of length n. */

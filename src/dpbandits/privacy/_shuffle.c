@@ -20,10 +20,13 @@
 
 #define NPY_NO_DEPRECATED_API NPY_2_0_API_VERSION
 #include "numpy/arrayobject.h"
+#include "numpy/ufuncobject.h"
 
 #ifdef __FAST_MATH__
 #error "_shuffle.c must be compiled without -ffast-math: its results are IEEE operations"
 #endif
+
+#include "../numpy_loops.h"
 
 /* A C-contiguous aligned native float64 (n, D) array, n, D >= 1 (writable if asked). */
 static int rows(PyObject *object, const char *name, int writable)
@@ -42,9 +45,7 @@ static int rows(PyObject *object, const char *name, int writable)
 /* `np.sqrt(np.einsum("ij,ij->i", v, v))`: a new (n,) array, NULL with an error. */
 static PyArrayObject *row_norms(PyArrayObject *v)
 {
-    PyArrayObject *ops[2] = {v, v};
-    PyArrayObject *norms = PyArray_EinsteinSum((char *)"ij,ij->i", 2, ops, NULL, NPY_KEEPORDER,
-                                               NPY_SAFE_CASTING, NULL);
+    PyArrayObject *norms = row_dots(v, v);
     if (norms == NULL)
         return NULL;
     double *values = (double *)PyArray_DATA(norms);
@@ -86,10 +87,7 @@ static PyObject *max_row_norm(PyObject *self, PyObject *args)
     PyArrayObject *norms = row_norms((PyArrayObject *)v_obj);
     if (norms == NULL)
         return NULL;
-    const double *norm = (const double *)PyArray_DATA(norms);
-    double top = norm[0];
-    for (npy_intp i = 1; i < PyArray_DIM(norms, 0) && !isnan(top); i++)
-        top = isnan(norm[i]) || norm[i] > top ? norm[i] : top;
+    double top = nan_max((const double *)PyArray_DATA(norms), PyArray_DIM(norms, 0));
     Py_DECREF(norms);
     return PyFloat_FromDouble(top);
 }
