@@ -103,3 +103,16 @@ def test_smoke_shards_are_bitwise_the_recorded_ones(smoke_run: Path):
     assert sorted(digests) == sorted(recorded["shards"])
     changed = [path for path, digest in digests.items() if recorded["shards"][path] != digest]
     assert changed == []
+
+
+def test_smoke_jobs_ran_in_the_runs_fork_server(smoke_run: Path):
+    """A local run starts one fork server (dpbandits.forkserver) for its jobs and stops it at
+    the end; simulation jobs that start before it listens run alone."""
+    log = (smoke_run / SMOKE_RESULTS / "logs" / "forkserver.log").read_text()
+    shards = list((smoke_run / SMOKE_RESULTS).glob("*/shards/**/*.h5"))
+    experiments = len(list((smoke_run / SMOKE_RESULTS).glob("*/summary.csv")))
+    assert 0 < log.count(": simulate") <= len(shards)
+    assert log.count(": aggregate") == log.count(": make_outputs") == experiments
+    assert log.count(": reproduction") == log.count(": paper_tex") == 1
+    assert log.count(": exit ") == log.count(": exit 0")
+    assert log.count("fork server stopped") == 1

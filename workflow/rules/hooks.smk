@@ -1,16 +1,33 @@
 # What the terminal shows: the plan when execution starts and a summary at the end, as log
 # records the `dpbandits` logger plugin (default profile) turns into progress lines and a table
 # (dpbandits.run_log). With Snakemake's own handler they print as one line each.
+import os
 from pathlib import Path
 
 from snakemake.logging import logger
 
+from dpbandits import forkserver
 from dpbandits.bytecode import precompile
 from dpbandits.run_log import plan_record, summary_record
 
 
+FORKSERVER = []  # the run's fork server, when jobs run on this machine (dpbandits.forkserver)
+SERVED_SCRIPTS = [f"{workflow.basedir}/workflow/scripts/{name}.py"
+                  for name in ("simulate", "aggregate", "make_outputs", "reproduction", "paper_tex")]
+
+
+def stop_forkserver() -> None:
+    """Stop the run's fork server and wait for it (its jobs' CPU then counts as this run's)."""
+    while FORKSERVER:
+        FORKSERVER.pop().stop()
+
+
 onstart:
     precompile(Path(workflow.basedir) / "workflow" / "scripts")
+    if workflow.local_exec and not workflow.remote_exec:
+        server = forkserver.start(SERVED_SCRIPTS, f"{RESULTS}/logs/forkserver.log")
+        FORKSERVER.append(server)
+        os.environ[forkserver.ENV] = server.socket_path
     record = plan_record(
         workflow.dag.jobs,
         workflow.dag.needrun_jobs(),
@@ -28,9 +45,14 @@ onstart:
 
 
 onsuccess:
+    stop_forkserver()
     from dpbandits.paper.render import summary_line_of  # pandas and scipy: only at the end
 
     line = summary_line_of(f"{PAPER}/reproduction.json")
     verdicts = f"{line} (details: {PAPER}/reproduction.md)" if line else None
     logger.info(f"dpbandits reproduction: {verdicts}" if verdicts else "",
                 extra=summary_record(verdicts))
+
+
+onerror:
+    stop_forkserver()

@@ -1,22 +1,51 @@
 """Run one shard and write it atomically: `python simulate.py SPEC_JSON OUTPUT LOG`.
 
-A plain script run by the `simulate` rule's shell command, so that a job imports only what its
-shard needs (no Snakemake script preamble).
+A plain script run by the `simulate` rule's shell command (no Snakemake script preamble). In a
+local run it hands its arguments to the run's fork server (dpbandits.forkserver), which runs
+`main` in a forked copy of a process that has made `preload`'s imports already; without a server
+it runs `main` itself. The other job scripts do the same with their `snakemake` object.
 """
 
-import json
+import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from dpbandits.simulate import run_shard
-from dpbandits.storage import write_shard
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from _logging import setup
 
-spec_json, output, log_path = sys.argv[1:]
-log = setup(log_path)
-log.info("shard %s", output)
-data = run_shard(json.loads(spec_json), progress=True)
-write_shard(output, data)
-log.info("done: %d trial(s), %.1fs", len(data.trials), data.wall_time.sum())
+def preload() -> None:
+    """Import everything a shard may need: the runner, storage, every policy and generator."""
+    import dpbandits.simulate  # noqa: F401
+    import dpbandits.storage  # noqa: F401
+    from dpbandits.instances.registry import GENERATORS
+    from dpbandits.policies import POLICIES
+
+    import _logging  # noqa: F401
+
+    for registry in (POLICIES, GENERATORS):
+        for name in registry.names():
+            registry.get(name)
+
+
+def main(argv: list[str]) -> int:
+    """Run the shard `argv` = [SPEC_JSON, OUTPUT, LOG] names and write it."""
+    import json
+
+    from dpbandits.simulate import run_shard
+    from dpbandits.storage import write_shard
+
+    from _logging import setup
+
+    spec_json, output, log_path = argv
+    log = setup(log_path)
+    log.info("shard %s", output)
+    data = run_shard(json.loads(spec_json), progress=True)
+    write_shard(output, data)
+    log.info("done: %d trial(s), %.1fs", len(data.trials), data.wall_time.sum())
+    return 0
+
+
+if __name__ == "__main__":
+    from dpbandits.forkserver import delegate
+
+    status = delegate(__file__, sys.argv[1:])
+    sys.exit(main(sys.argv[1:]) if status is None else status)
