@@ -24,6 +24,9 @@ CLIENT = ("import sys\nfrom dpbandits.forkserver import delegate\n"  # argv: scr
 TOY = '''
 import os, sys, time
 
+def preload():
+    time.sleep(float(os.environ.get("TOY_PRELOAD_SECONDS", "0")))
+
 def main(argv):
     if isinstance(argv, dict):  # a job object, as Snakemake's script jobs send
         print(sorted(argv.items()), flush=True)
@@ -160,6 +163,55 @@ def test_stop_kills_running_jobs_and_removes_the_socket(tmp_path):
     assert not os.path.exists(os.path.dirname(server.socket_path))
 
 
+def misbehave(server: forkserver.Server, how: str) -> None:
+    """A client that sends a request the server cannot use, then goes away."""
+    import socket
+    import struct
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(server.socket_path)
+        if how == "garbage":
+            sock.sendall(b"not a request")
+        elif how == "cut short":  # a header with streams, then less than it announced
+            socket.send_fds(sock, [struct.pack("!Q", 1000)], [0, 1, 2])
+            sock.sendall(b"x")
+        elif how == "unknown script":
+            payload = __import__("marshal").dumps({"script": "/elsewhere/x.py", "argv": [],
+                                                   "cwd": "/", "env": {}})
+            socket.send_fds(sock, [struct.pack("!Q", len(payload))], [0, 1, 2])
+            sock.sendall(payload)
+
+
+def test_bad_requests_leave_running_jobs_and_the_server_alone(toy_server, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    running = client(toy_server, "sleep", str(pid_file), cwd=tmp_path)
+    assert wait_for(lambda: pid_file.exists() and pid_file.read_text() != "")
+    child = int(pid_file.read_text())
+    fds = f"/proc/{toy_server.process.pid}/fd"
+    before = len(os.listdir(fds))
+    for _ in range(5):
+        for how in ("garbage", "cut short", "unknown script"):
+            misbehave(toy_server, how)
+    assert wait_for(lambda: len(os.listdir(fds)) == before, timeout=10), os.listdir(fds)
+    assert alive(child) and running.poll() is None
+    proc = client(toy_server, "echo", "5", cwd=tmp_path)
+    assert proc.wait(timeout=60) == 5
+    running.kill()
+    running.wait(timeout=30)
+
+
+def test_a_server_stopped_while_it_loads_leaves_nothing_behind(tmp_path, monkeypatch):
+    script = tmp_path / "toy.py"
+    script.write_text(TOY)
+    monkeypatch.setenv("TOY_PRELOAD_SECONDS", "30")
+    log = tmp_path / "server.log"
+    server = forkserver.start([str(script)], log)
+    assert wait_for(lambda: log.exists() and "loading" in log.read_text())
+    assert os.path.isdir(os.path.dirname(server.socket_path))
+    assert server.stop(timeout=10) == 0
+    assert not os.path.exists(os.path.dirname(server.socket_path))
+
+
 def test_the_server_exits_when_the_process_that_started_it_is_gone(tmp_path):
     script = tmp_path / "toy.py"
     script.write_text(TOY)
@@ -169,8 +221,12 @@ def test_the_server_exits_when_the_process_that_started_it_is_gone(tmp_path):
     out = subprocess.run([sys.executable, "-c", starter], capture_output=True, text=True,
                          check=True, timeout=60).stdout.split()
     pid, socket_path = int(out[0]), out[1]
-    assert wait_for(lambda: not alive(pid), timeout=60)
-    assert not os.path.exists(socket_path)
+    try:
+        assert wait_for(lambda: not alive(pid), timeout=60)
+        assert not os.path.exists(os.path.dirname(socket_path))
+    finally:
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 SPEC = {"accounting": "paper", "algorithm": "AdaPrivate-TS-Amp", "delta": 1e-05,

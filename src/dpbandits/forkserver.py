@@ -1,15 +1,15 @@
 """A fork server for the jobs of one local run.
 
 A simulation job spends about 0.2 CPU-s importing numpy, h5py and the project before its first
-trial, an aggregation or figure job about 1 CPU-s importing pandas, matplotlib and seaborn; a
+trial, an aggregation or figure job about 1 CPU-s importing pandas and matplotlib; a
 forked copy of a process that has made those imports starts in milliseconds. The workflow's
 `onstart` hook starts one server per local run (`start`) with the job scripts it serves, and
 names its socket in `DPBANDITS_FORKSERVER`. A job's script then hands the server its file's
 path, its arguments (or its pickled `snakemake` object), working directory, environment and
 standard streams (`delegate`); the server runs the script's `main` in a forked child and answers
-with the child's exit status. A job that finds no server, cannot reach it, or names a script
-the server does not serve (another workflow's) runs `main` itself: the same function on the
-same arguments, so the same output.
+with the child's exit status. A job that finds no server or cannot reach it, or that the server
+declines (another workflow's script, a request it cannot use, a failed fork), runs `main`
+itself: the same function on the same arguments, so the same output.
 
 The server runs one child per job and kills the child when its job's process goes away (the
 connection closes), so stopping a job stops its work. It exits on SIGTERM (`Server.stop`) or when
@@ -39,6 +39,8 @@ SINGLE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
 jobs it serves are one-thread jobs."""
 _LENGTH = struct.Struct("!Q")
 _STATUS = struct.Struct("!i")
+MAX_FOLDER = 80
+"""Longest temporary folder the socket goes in: a socket's path has at most 107 bytes."""
 NOT_SERVED = -1
 """The status the server answers for a script it does not serve: the job runs it itself."""
 
@@ -115,14 +117,16 @@ def start(scripts: list[str], log: str | Path) -> Server:
     import tempfile
     from pathlib import Path
 
-    folder = tempfile.mkdtemp(prefix="dpb-fork-")  # mode 0700: only this user reaches the socket
+    # mode 0700: only this user reaches the socket; /tmp where TMPDIR is too long for one
+    base = tempfile.gettempdir() if len(tempfile.gettempdir()) <= MAX_FOLDER else "/tmp"
+    folder = tempfile.mkdtemp(prefix="dpb-fork-", dir=base)
     socket_path = os.path.join(folder, "socket")
     env = {**os.environ, **dict.fromkeys(SINGLE_THREAD, "1")}
     Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
+    with open(log, "wb") as out:  # -P: the server's imports do not see the working directory
         process = subprocess.Popen(
-            [sys.executable, "-m", "dpbandits.forkserver", socket_path, str(os.getpid()),
-             *map(str, scripts)],
+            [sys.executable, "-P", "-m", "dpbandits.forkserver", socket_path,
+             str(os.getpid()), *map(str, scripts)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=out, env=env, start_new_session=True,
         )
     return Server(process, socket_path)
@@ -143,37 +147,50 @@ def load_script(script: str | Path) -> ModuleType:
 
 def serve(socket_path: str, parent: int, scripts: list[str]) -> None:
     """Accept jobs on `socket_path` and run each in a forked child until told to stop or until
-    the process `parent` that started the server is gone."""
+    the process `parent` that started the server is gone; remove the socket's folder on exit."""
     import selectors
+    import shutil
     import signal
+    import time
     from pathlib import Path
 
-    modules = {os.path.realpath(script): load_script(script) for script in scripts}
-    for module in modules.values():
-        if hasattr(module, "preload"):
-            module.preload()
-    wake_read, wake_write = socket.socketpair()
-    wake_read.setblocking(False)
-    wake_write.setblocking(False)
-    signal.set_wakeup_fd(wake_write.fileno(), warn_on_full_buffer=False)
-    stopping = []
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(socket_path)
-    listener.listen(64)
-    selector = selectors.DefaultSelector()
-    selector.register(listener, selectors.EVENT_READ)
-    selector.register(wake_read, selectors.EVENT_READ)
+    def stop_now(*_: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop_now)  # while loading the scripts: stop at once
+    signal.signal(signal.SIGINT, stop_now)
+    print(f"fork server {os.getpid()} loading {len(scripts)} script(s)", flush=True)
     jobs: dict[int, socket.socket] = {}
-    names = ", ".join(Path(script).stem for script in modules)
-    print(f"fork server {os.getpid()} serving {names} on {socket_path}", flush=True)
+    selector = selectors.DefaultSelector()
     try:
+        modules = {os.path.realpath(script): load_script(script) for script in scripts}
+        for module in modules.values():
+            if hasattr(module, "preload"):
+                module.preload()
+        wake_read, wake_write = socket.socketpair()
+        wake_read.setblocking(False)
+        wake_write.setblocking(False)
+        signal.set_wakeup_fd(wake_write.fileno(), warn_on_full_buffer=False)
+        stopping: list[bool] = []
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the selector
+        signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+        signal.signal(signal.SIGINT, lambda *_: stopping.append(True))
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(socket_path)
+        listener.listen(64)
+        selector.register(listener, selectors.EVENT_READ)
+        selector.register(wake_read, selectors.EVENT_READ)
+        names = ", ".join(Path(script).stem for script in modules)
+        print(f"fork server {os.getpid()} serving {names} on {socket_path}", flush=True)
         while not stopping and os.getppid() == parent:
             for key, _ in selector.select(timeout=1.0):
                 if key.fileobj is listener:
-                    conn, _ = listener.accept()
+                    try:
+                        conn, _ = listener.accept()
+                    except OSError as exc:  # e.g. out of file descriptors: the job waits
+                        print(f"accept failed: {exc}", flush=True)
+                        time.sleep(0.1)
+                        continue
                     pid = _fork_job(conn, modules, [listener, wake_read, wake_write, selector,
                                                     *jobs.values()])
                     if pid is not None:
@@ -191,9 +208,7 @@ def serve(socket_path: str, parent: int, scripts: list[str]) -> None:
             _kill(pid)
         while jobs:
             _reap(jobs, selector, block=True)
-        listener.close()
-        os.unlink(socket_path)
-        os.rmdir(os.path.dirname(socket_path))
+        shutil.rmtree(os.path.dirname(socket_path), ignore_errors=True)
         print("fork server stopped", flush=True)
 
 
@@ -240,10 +255,14 @@ def _reap(jobs: dict[int, socket.socket], selector: selectors.BaseSelector,
 
 def _fork_job(conn: socket.socket, modules: dict[str, ModuleType], inherited: list
               ) -> int | None:
-    """Read one request and fork its child; None if there is no child to wait for (a malformed
-    request, or a script not served here)."""
-    conn.settimeout(30.0)
+    """Read one request and fork its child: the child's pid, or None where the job is to run
+    itself (a malformed request, a script not served here, a failed fork), which the job is
+    told."""
+    import signal
+
+    fds: list[int] = []
     try:
+        conn.settimeout(30.0)
         header, fds, _, _ = socket.recv_fds(conn, _LENGTH.size, 3)
         if len(header) != _LENGTH.size or len(fds) != 3:
             raise ValueError("malformed request header")
@@ -252,20 +271,20 @@ def _fork_job(conn: socket.socket, modules: dict[str, ModuleType], inherited: li
             raise ValueError("request cut short")
         request = marshal.loads(payload)
         module = modules.get(request["script"])
-    except (OSError, ValueError, EOFError, TypeError, KeyError) as exc:
-        print(f"rejected a request: {exc}", flush=True)
-        conn.close()
-        return None
-    if module is None:
+        if module is None:
+            raise LookupError(f"{request['script']} is not served here")
+        conn.settimeout(None)
+        pid = os.fork()
+    except Exception as exc:  # noqa: BLE001 - one bad request must not stop the others' jobs
+        print(f"a job runs itself: {type(exc).__name__}: {exc}", flush=True)
         for fd in fds:
             os.close(fd)
-        conn.sendall(_STATUS.pack(NOT_SERVED))
+        try:
+            conn.sendall(_STATUS.pack(NOT_SERVED))
+        except OSError:
+            pass
         conn.close()
         return None
-    conn.settimeout(None)
-    import signal
-
-    pid = os.fork()
     if pid:
         for fd in fds:
             os.close(fd)

@@ -17,14 +17,18 @@ SERVED_SCRIPTS = [f"{workflow.basedir}/workflow/scripts/{name}.py"
 
 
 def stop_forkserver() -> None:
-    """Stop the run's fork server and wait for it (its jobs' CPU then counts as this run's)."""
+    """Stop the run's fork server and wait for it (its jobs' CPU then counts as this run's);
+    say so if it had failed (its jobs then ran in their own processes)."""
     while FORKSERVER:
-        FORKSERVER.pop().stop()
+        status = FORKSERVER.pop().stop()
+        if status != 0:
+            logger.warning(f"dpbandits: the fork server exited with status {status}; jobs ran "
+                           f"in their own processes (see {RESULTS}/logs/forkserver.log)")
 
 
 onstart:
     precompile(Path(workflow.basedir) / "workflow" / "scripts")
-    if workflow.local_exec and not workflow.remote_exec:
+    if workflow.local_exec and not workflow.remote_exec and not workflow.touch:
         server = forkserver.start(SERVED_SCRIPTS, f"{RESULTS}/logs/forkserver.log")
         FORKSERVER.append(server)
         os.environ[forkserver.ENV] = server.socket_path

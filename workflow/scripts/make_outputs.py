@@ -14,8 +14,11 @@ def preload() -> None:
     import snakemake.iocontainers  # noqa: F401
 
     import dpbandits.aggregate  # noqa: F401
-    import dpbandits.outputs  # noqa: F401
     import dpbandits.paper.published  # noqa: F401
+    from dpbandits.outputs import OUTPUTS
+
+    for name in OUTPUTS.names():  # every kind's module, and with them matplotlib
+        OUTPUTS.get(name)
 
 
 def main(snakemake: Any) -> int:
