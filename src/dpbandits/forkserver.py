@@ -42,7 +42,7 @@ _STATUS = struct.Struct("!i")
 MAX_FOLDER = 80
 """Longest temporary folder the socket goes in: a socket's path has at most 107 bytes."""
 NOT_SERVED = -1
-"""The status the server answers for a script it does not serve: the job runs it itself."""
+"""The status the server answers for a job it does not run: the job runs its script itself."""
 
 
 def delegate(script: str, argv: list[str] | None = None, snakemake: object = None
