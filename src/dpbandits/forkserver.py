@@ -9,7 +9,7 @@ path, its arguments (or its pickled `snakemake` object), working directory, envi
 standard streams (`delegate`); the server runs the script's `main` in a forked child and answers
 with the child's exit status. A job that finds no server or cannot reach it, or that the server
 declines (another workflow's script, a request it cannot use, a failed fork), runs `main`
-itself: the same function on the same arguments, so the same output.
+itself (`run` does either): the same function on the same arguments, so the same output.
 
 The server runs one child per job and kills the child when its job's process goes away (the
 connection closes), so stopping a job stops its work. It exits on SIGTERM (`Server.stop`) or when
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import signal
 import socket
 import struct
 import sys
@@ -28,8 +29,10 @@ TYPE_CHECKING = False  # typing's own constant costs a job's client an import
 if TYPE_CHECKING:  # the rest is imported where the server needs it: a job's client stays light
     import selectors
     import subprocess
+    from collections.abc import Callable
     from pathlib import Path
     from types import ModuleType
+    from typing import Any, NoReturn
 
 ENV = "DPBANDITS_FORKSERVER"
 """Environment variable naming the socket of the run's server."""
@@ -77,6 +80,14 @@ def delegate(script: str, argv: list[str] | None = None, snakemake: object = Non
         return 1
     code = _STATUS.unpack(status)[0]
     return None if code == NOT_SERVED else code
+
+
+def run(script: str, main: Callable[[Any], int], argv: list[str] | None = None,
+        snakemake: object = None) -> NoReturn:
+    """Exit with the job's status: `main` run by the run's server where it serves `script`
+    (`delegate`), else here, on `argv` or the job's `snakemake` object."""
+    status = delegate(script, argv, snakemake)
+    sys.exit(main(argv if snakemake is None else snakemake) if status is None else status)
 
 
 def _receive(sock: socket.socket, size: int) -> bytes | None:
@@ -150,7 +161,6 @@ def serve(socket_path: str, parent: int, scripts: list[str]) -> None:
     the process `parent` that started the server is gone; remove the socket's folder on exit."""
     import selectors
     import shutil
-    import signal
     import time
     from pathlib import Path
 
@@ -220,8 +230,6 @@ def _drain(sock: socket.socket) -> bool:
 
 
 def _kill(pid: int) -> None:
-    import signal
-
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -258,8 +266,6 @@ def _fork_job(conn: socket.socket, modules: dict[str, ModuleType], inherited: li
     """Read one request and fork its child: the child's pid, or None where the job is to run
     itself (a malformed request, a script not served here, a failed fork), which the job is
     told."""
-    import signal
-
     fds: list[int] = []
     try:
         conn.settimeout(30.0)

@@ -41,8 +41,7 @@ def main(snakemake: Any) -> int:
 
 
 if __name__ == "__main__":
-    from dpbandits.forkserver import delegate
+    from dpbandits.forkserver import run
 
     # `snakemake`: from Snakemake's preamble, which runs a copy of this file
-    status = delegate(f"{snakemake.scriptdir}/aggregate.py", snakemake=snakemake)
-    sys.exit(main(snakemake) if status is None else status)
+    run(f"{snakemake.scriptdir}/aggregate.py", main, snakemake=snakemake)

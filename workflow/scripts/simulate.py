@@ -45,7 +45,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from dpbandits.forkserver import delegate
+    from dpbandits.forkserver import run
 
-    status = delegate(__file__, sys.argv[1:])
-    sys.exit(main(sys.argv[1:]) if status is None else status)
+    run(__file__, main, sys.argv[1:])
