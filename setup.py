@@ -1,6 +1,6 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
 `dpbandits.instances._ball`, `dpbandits.policies._ridge`,
-`dpbandits._stacked`, `dpbandits._design`,
+`dpbandits._stacked`, `dpbandits._design`, `dpbandits._newton`,
 `dpbandits.privacy._shuffle`); all other
 metadata is in pyproject.toml."""
 
@@ -35,6 +35,13 @@ setup(
         Extension(
             "dpbandits._stacked",
             sources=["src/dpbandits/_stacked.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits._newton",
+            sources=["src/dpbandits/_newton.c"],
             depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],

@@ -4,7 +4,8 @@ Runs `snakemake --profile workflow/profiles/default --cores N` from scratch into
 folder (a config overlay sets `results:` and `paper:` there), then reports: wall seconds, CPU
 seconds of all processes, shard compute (the trials' own wall time, summed over every shard),
 compute ÷ wall (how busy the cores were with simulation rather than start-up and scheduling,
-≤ N) and the jobs run, per experiment and in total, with the CPU model. Writes
+≤ N) and the jobs run, per experiment and in total, with the CPU model; and, from the run's
+fork server log, the CPU seconds of its served jobs per job script. Writes
 benchmarks/results/bench_reproduce_<scale>.csv and, per algorithm entry, ..._by_algorithm.csv
 (compare two code states entry by entry).
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
@@ -41,6 +43,20 @@ def shard_compute(results: Path) -> dict[tuple[str, str], tuple[int, float]]:
             entry[0] += 1
             entry[1] += float(handle["wall_time"][()].sum())
     return {key: (int(n), s) for key, (n, s) in sorted(out.items())}
+
+
+def served_cpu(log: Path) -> dict[str, tuple[int, float]]:
+    """Per job script served by the run's fork server: (jobs, Σ of their CPU seconds)."""
+    scripts: dict[str, str] = {}
+    out: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for line in log.read_text().splitlines() if log.is_file() else []:
+        if started := re.fullmatch(r"job (\d+): (\w+)", line):
+            scripts[started[1]] = started[2]
+        elif ended := re.fullmatch(r"job (\d+): exit -?\d+, ([\d.]+) CPU-s", line):
+            entry = out[scripts.pop(ended[1], "?")]
+            entry[0] += 1
+            entry[1] += float(ended[2])
+    return {name: (int(n), s) for name, (n, s) in sorted(out.items())}
 
 
 def per_experiment(compute: dict[tuple[str, str], tuple[int, float]]
@@ -80,11 +96,15 @@ def main() -> None:
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         by_algorithm = shard_compute(work / "results")
         compute = per_experiment(by_algorithm)
+        served = served_cpu(work / "results" / "logs" / "forkserver.log")
     total_shards = sum(n for n, _ in compute.values())
     total_compute = sum(s for _, s in compute.values())
     print(f"{args.scale} scale, --cores {args.cores}: {wall:.1f} s wall, {cpu:.1f} CPU-s, "
           f"{total_shards} shards, shard compute {total_compute:.1f} s, "
           f"compute/wall {total_compute / wall:.2f}")
+    if served:
+        print("served jobs' CPU-s by script: " + ", ".join(
+            f"{name} {s:.1f} ({n} jobs)" for name, (n, s) in served.items()))
     model = cpu_model()
     scope = "+".join(args.experiments) or "(all)"
     rows = [{"cpu": model, "scale": args.scale, "cores": args.cores, "experiment": name,

@@ -217,3 +217,82 @@ def test_growing_newton_is_bitwise_reproducible_and_matches_its_stats() -> None:
         runs.append((np.array(thetas).tobytes(), vars(stats)))
     assert runs[0] == runs[1]
     assert runs[0][1]["capped"] > 0  # the norm cap (ball model step) was exercised
+
+
+def newton_fit(fit, X: np.ndarray, r: np.ndarray, family: str, lam: float, theta0: np.ndarray,
+               cap: float | None, max_iter: int):
+    """θ, success, stats and the (z, μ, μ̇, b) left at θ of one fit by `fit`."""
+    n, d = X.shape
+    buffers, stats = glm._Buffers(n, d), SolverStats()
+    theta, success = fit(X, np.ascontiguousarray(X.T), r, get_link(family), lam, theta0.copy(),
+                         buffers, False, cap, 1e-8, max_iter, stats)
+    values = b"".join(a[:n].tobytes() for a in buffers.cur)
+    return theta.tobytes(), success, vars(stats), values
+
+
+def random_fit_problem(rng: np.random.Generator):
+    """Data, rewards (some separable: the cap binds), λ, warm start, cap and step limit."""
+    n, d = int(rng.choice([1, 2, 9, 200, 3000, 9000])), int(rng.integers(1, 7))
+    X = rng.normal(size=(n, d))
+    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
+    theta = rng.normal(size=d) * rng.choice([0.5, 2.0, 8.0])
+    separable = rng.uniform() < 0.2
+    r = (X @ theta > 0) if separable else rng.uniform(size=n) < 0.5
+    return (X, r.astype(float), float(rng.choice([1e-5, 0.1, 3.0])),
+            rng.normal(size=d) * rng.choice([0.1, 1.0, 10.0]),
+            [None, 1.0, 4.0][int(rng.integers(3))], int(rng.choice([0, 1, 3, 50])))
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit"])
+def test_compiled_newton_is_the_numpy_formulations_bits(family: str) -> None:
+    """θ, success, the solver counts and the link values left in the buffers bit for bit on
+    random problems (capped fits and step limits included); a one-ulp change of the data
+    changes the bits compared (negative control)."""
+    assert glm._COMPILED_BOUND
+    rng = np.random.default_rng(21)
+    capped = failed = differ = 0
+    for _ in range(60):
+        X, r, lam, theta0, cap, max_iter = random_fit_problem(rng)
+        expected = newton_fit(glm.numpy_newton, X, r, family, lam, theta0, cap, max_iter)
+        assert newton_fit(glm._newton, X, r, family, lam, theta0, cap, max_iter) == expected
+        capped += expected[2]["capped"]
+        failed += expected[2]["failures"]
+        nudged = newton_fit(glm._newton, X * (1.0 + 2.0**-52), r, family, lam, theta0, cap,
+                            max_iter)
+        differ += nudged != expected
+    assert capped > 3 and failed > 3 and differ > 40
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit"])
+@pytest.mark.parametrize(
+    "case", ["singular Hessian", "non-finite start", "overflowing margins"]
+)
+def test_compiled_newton_on_degenerate_problems_is_numpys(family: str, case: str) -> None:
+    """A singular Hessian (numpy.linalg.solve raises: the fit stops), a NaN start and margins
+    whose squares overflow end as the numpy fit ends."""
+    X = np.eye(4, 2) if case != "singular Hessian" else np.array([[1.0, 0.0]] * 4)
+    theta0 = np.array([np.nan, 1.0]) if case == "non-finite start" else np.array([0.5, -0.5])
+    if case == "overflowing margins":
+        X = X * 1e200
+    lam = 0.0 if case == "singular Hessian" else 1.0
+    r = np.array([1.0, 0.0, 1.0, 0.0])
+    with np.errstate(all="ignore"):
+        expected = newton_fit(glm.numpy_newton, X, r, family, lam, theta0, None, 50)
+        assert newton_fit(glm._newton, X, r, family, lam, theta0, None, 50) == expected
+    if case == "singular Hessian":  # stopped at the first solve, before any step
+        assert expected[2] == {"fits": 1, "failures": 1, "capped": 0, "iterations": 0}
+
+
+def test_compiled_newton_refuses_other_arrays() -> None:
+    """An unknown link code, a strided X and short buffers: one clear error each."""
+    X, r = np.ones((3, 2)), np.ones(3)
+    buffers = glm._Buffers(3, 2)
+    args = [X, r, np.zeros(2), buffers.cur, buffers.trial, buffers.weighted, buffers.resid, 1,
+            1.0, None, 1e-8, 50, False]
+    with pytest.raises(ValueError, match="link = 3 is not allowed"):
+        glm.compiled_newton.newton(*args[:7], 3, *args[8:])
+    with pytest.raises(TypeError, match="X must be a C-ordered float64 array"):
+        glm.compiled_newton.newton(np.ones((3, 4))[:, ::2], *args[1:])
+    short = glm._Buffers(2, 2)
+    with pytest.raises(TypeError, match="cur must be a writeable"):
+        glm.compiled_newton.newton(*args[:3], short.cur, *args[4:])

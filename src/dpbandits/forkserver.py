@@ -239,9 +239,9 @@ def _kill(pid: int) -> None:
 def _reap(jobs: dict[int, socket.socket], selector: selectors.BaseSelector,
           block: bool = False) -> None:
     """Collect finished children and send each its job's exit status (128 + signal if killed,
-    as a shell reports it)."""
+    as a shell reports it); the log gets the status and the child's CPU seconds."""
     while jobs:
-        pid, wait_status = os.waitpid(-1, 0 if block else os.WNOHANG)
+        pid, wait_status, usage = os.wait4(-1, 0 if block else os.WNOHANG)
         if pid == 0:
             return
         conn = jobs.pop(pid, None)
@@ -249,7 +249,7 @@ def _reap(jobs: dict[int, socket.socket], selector: selectors.BaseSelector,
             continue
         code = os.waitstatus_to_exitcode(wait_status)
         code = 128 - code if code < 0 else code
-        print(f"job {pid}: exit {code}", flush=True)
+        print(f"job {pid}: exit {code}, {usage.ru_utime + usage.ru_stime:.2f} CPU-s", flush=True)
         try:
             selector.unregister(conn)
         except KeyError:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpbandits import _newton as compiled_newton
 from dpbandits import small_linalg
 from dpbandits.links import Link
 from dpbandits.scipy_kernels import special
@@ -14,6 +15,7 @@ from dpbandits.scipy_kernels import special
 expit, ndtr = special.expit, special.ndtr
 
 SOLVERS = ("compat", "newton")
+COMPILED_LINKS = {"probit": 1, "logistic": 2}  # the links `_newton.newton` fits
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
@@ -152,8 +154,8 @@ def newton_mle(
     theta = np.array(theta0, dtype=float)
     if n == 0:
         return theta, True
-    return _newton(X, np.ascontiguousarray(X.T), np.asarray(r, dtype=float), link, lam, theta,
-                   _Buffers(n, d), False, cap, tol, max_iter, stats)
+    return _newton(X, np.ascontiguousarray(X.T), np.ascontiguousarray(r, dtype=float), link, lam,
+                   theta, _Buffers(n, d), False, cap, tol, max_iter, stats)
 
 
 def _newton(
@@ -170,12 +172,43 @@ def _newton(
     max_iter: int,
     stats: SolverStats | None,
 ) -> tuple[np.ndarray, bool]:
-    """Newton core on n ≥ 1 rows from θ (the caller's copy, rescaled in place onto the cap when
-    outside); `columns` is Xᵀ with contiguous rows.
+    """Newton core on n ≥ 1 rows from θ; `columns` is Xᵀ with contiguous rows.
 
     `known`: buffers.cur holds (z, μ, μ̇, b) at θ on the n rows; on return it holds them at
-    the returned θ.
+    the returned θ. Compiled (`_newton.newton`, the bits of `numpy_newton`: tests/test_glm.py)
+    for the probit and logistic links, `numpy_newton` for the others.
     """
+    code = COMPILED_LINKS.get(link.name)
+    if code is None or not _COMPILED_BOUND:
+        return numpy_newton(X, columns, r, link, lam, theta, buffers, known, cap, tol,
+                            max_iter, stats)
+    theta, success, steps, capped, swapped = compiled_newton.newton(
+        X, r, theta, buffers.cur, buffers.trial, buffers.weighted, buffers.resid, code, lam,
+        cap, tol, max_iter, known,
+    )
+    if swapped:
+        buffers.cur, buffers.trial = buffers.trial, buffers.cur
+    if stats is not None:
+        stats.record(success, steps, capped)
+    return theta, success
+
+
+def numpy_newton(
+    X: np.ndarray,
+    columns: np.ndarray,
+    r: np.ndarray,
+    link: Link,
+    lam: float,
+    theta: np.ndarray,
+    buffers: _Buffers,
+    known: bool,
+    cap: float | None,
+    tol: float,
+    max_iter: int,
+    stats: SolverStats | None,
+) -> tuple[np.ndarray, bool]:
+    """`_newton` by numpy calls: θ is the caller's copy, rescaled in place onto the cap when
+    outside."""
     n, d = X.shape
     if cap is not None:
         norm = math.sqrt(theta @ theta)
@@ -346,6 +379,20 @@ def _ball_model_minimiser(H: np.ndarray, b: np.ndarray, cap: float) -> np.ndarra
     bhat = Q.T @ b
     nu = secular_root(bhat * bhat, eigs, cap * cap, upper=math.inf)
     return Q @ (bhat / (eigs + nu))
+
+
+def _bind_compiled() -> bool:
+    """Bind `_newton` to scipy's special ufuncs and numpy's solve; False where scipy's `ndtr`
+    and `expit` are not ufuncs (its array-API wrappers): `numpy_newton` then fits."""
+    try:
+        compiled_newton.bind(special, np.linalg.solve, np.linalg.LinAlgError,
+                             _ball_model_minimiser)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+_COMPILED_BOUND = _bind_compiled()
 
 
 def compat_mle(
