@@ -7,7 +7,7 @@ compute ÷ wall (how busy the cores were with simulation rather than start-up an
 ≤ N) and the jobs run, per experiment and in total, with the CPU model; and, from the run's
 fork server log, the CPU seconds of its served jobs per job script. Writes
 benchmarks/results/bench_reproduce_<scale>.csv and, per algorithm entry, ..._by_algorithm.csv
-(compare two code states entry by entry).
+(compare two code states entry by entry) and, per served job script, ..._served.csv.
 
     .venv/bin/python benchmarks/bench_reproduce.py [--scale paper|smoke] [--cores 2]
         [--experiments glm_table2 ...]     (default: the default target, every synthetic one)
@@ -121,6 +121,10 @@ def main() -> None:
                [{"cpu": model, "scale": args.scale, "experiment": name, "algorithm": algorithm,
                  "shards": n, "shard_compute_s": round(s, 2)}
                 for (name, algorithm), (n, s) in by_algorithm.items()])
+    if served:
+        write_rows(RESULTS / f"bench_reproduce_{args.scale}{suffix}_served.csv",
+                   [{"cpu": model, "scale": args.scale, "script": name, "jobs": n,
+                     "cpu_s": round(s, 2)} for name, (n, s) in served.items()])
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Real Snakemake runs of the pipeline (smoke config end to end, dry run, bad config)."""
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +14,9 @@ from dpbandits.config import load_config
 from dpbandits.outputs import output_files
 
 from conftest import REPO, SMOKE_PAPER, SMOKE_RESULTS, run_snakemake
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+from bench_reproduce import served_cpu  # noqa: E402
 
 SMOKE = load_config(REPO / "config" / "smoke.yaml")
 
@@ -116,3 +120,5 @@ def test_smoke_jobs_ran_in_the_runs_fork_server(smoke_run: Path):
     assert log.count(": reproduction") == log.count(": paper_tex") == 1
     assert log.count(": exit ") == log.count(": exit 0")
     assert log.count("fork server stopped") == 1
+    served = served_cpu(smoke_run / SMOKE_RESULTS / "logs" / "forkserver.log")
+    assert served["simulate"][0] == log.count(": simulate") and served["simulate"][1] > 0

@@ -36,7 +36,7 @@
 #include "numpy_loops.h"
 
 #define D ((npy_intp)sizeof(double))
-#define LINE_SEARCH_HALVINGS 31
+#define LINE_SEARCH_TRIALS 31 /* the full step, then up to 30 halvings */
 
 enum { PROBIT = 1, LOGISTIC = 2 };
 
@@ -322,7 +322,7 @@ static int fit(const double *x, npy_intp n, npy_intp d, const double *r, double 
         int rounding = -slope <= 1e-12 * (1.0 + fabs(F));
         double step = 1.0, F_new = 0.0;
         int accepted = 0;
-        for (int k = 0; k < LINE_SEARCH_HALVINGS; k++) {
+        for (int k = 0; k < LINE_SEARCH_TRIALS; k++) {
             for (npy_intp j = 0; j < d; j++)
                 s->trial[j] = theta[j] + step * p[j];
             matvec(x, d * D, D, n, d, s->trial, next[0]);
@@ -379,8 +379,17 @@ static PyObject *newton(PyObject *self, PyObject *args)
         return NULL;
     }
     npy_intp n = PyArray_DIM(xa, 0), d = PyArray_DIM(xa, 1);
+    if (d < 1) {
+        PyErr_SetString(PyExc_ValueError, "X must have at least one column");
+        return NULL;
+    }
     double *x = buffer(x_obj, "X", 2, n, d, 0);
     double *r = x == NULL ? NULL : buffer(r_obj, "r", 1, n, 0, 0);
+    if (r != NULL && PyArray_DIM((PyArrayObject *)r_obj, 0) != n) {
+        PyErr_Format(PyExc_ValueError, "r must have %zd entries, one per row of X",
+                     (Py_ssize_t)n);
+        return NULL;
+    }
     double *theta0 = r == NULL ? NULL : buffer(theta_obj, "theta", 1, d, 0, 0);
     double *weighted = theta0 == NULL ? NULL : buffer(weighted_obj, "weighted", 2, n, d, 1);
     double *resid = weighted == NULL ? NULL : buffer(resid_obj, "resid", 1, n, 0, 1);
@@ -389,7 +398,7 @@ static PyObject *newton(PyObject *self, PyObject *args)
             || values_of(next_obj, "trial", n, next) < 0)
         return NULL;
     if (PyArray_DIM((PyArrayObject *)theta_obj, 0) != d) {
-        PyErr_Format(PyExc_TypeError, "theta must have %zd entries", (Py_ssize_t)d);
+        PyErr_Format(PyExc_ValueError, "theta must have %zd entries", (Py_ssize_t)d);
         return NULL;
     }
     int has_cap = cap_obj != Py_None;
@@ -415,6 +424,23 @@ static PyObject *newton(PyObject *self, PyObject *args)
     }
     PyMem_Free(memory);
     return out;
+}
+
+static PyObject *loss_of(PyObject *self, PyObject *args)
+{
+    PyObject *pot_obj, *r_obj, *z_obj, *theta_obj;
+    double lam;
+    if (!PyArg_ParseTuple(args, "OOOdO", &pot_obj, &r_obj, &z_obj, &lam, &theta_obj))
+        return NULL;
+    double *pot = buffer(pot_obj, "b", 1, 1, 0, 0);
+    npy_intp n = pot == NULL ? 0 : PyArray_DIM((PyArrayObject *)pot_obj, 0);
+    double *r = pot == NULL ? NULL : buffer(r_obj, "r", 1, n, 0, 0);
+    double *z = r == NULL ? NULL : buffer(z_obj, "z", 1, n, 0, 0);
+    double *theta = z == NULL ? NULL : buffer(theta_obj, "theta", 1, 1, 0, 0);
+    if (theta == NULL)
+        return NULL;
+    return PyFloat_FromDouble(loss(pot, r, z, n, lam, theta,
+                                   PyArray_DIM((PyArrayObject *)theta_obj, 0)));
 }
 
 static PyObject *bind(PyObject *self, PyObject *args)
@@ -443,6 +469,10 @@ static PyMethodDef methods[] = {
      "C-ordered X (n, d), link 1 (probit) or 2 (logistic), cap None for no cap; cur and trial "
      "are (z, mu, mudot, b) buffers (known: cur holds them at theta), weighted (>= n, d) and "
      "resid scratch. swapped: the values at the returned theta are in `trial`'s buffers."},
+    {"loss", loss_of, METH_VARARGS,
+     "loss(b, r, z, lam, theta) -> float: the fit's F = float(b.sum() - r @ z) + "
+     "lam * float(theta @ theta), as it computes it (vectors: contiguous float64, none empty; "
+     "r and z at least as long as b)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -149,13 +149,14 @@ def newton_mle(
     the capped problem hold to that tolerance) or after `max_iter` Newton steps. Returns
     (θ, success).
     """
-    X = np.ascontiguousarray(X, dtype=float)
+    X = np.require(X, dtype=float, requirements=["C", "A"])
     n, d = X.shape
     theta = np.array(theta0, dtype=float)
     if n == 0:
         return theta, True
-    return _newton(X, np.ascontiguousarray(X.T), np.ascontiguousarray(r, dtype=float), link, lam,
-                   theta, _Buffers(n, d), False, cap, tol, max_iter, stats)
+    r = np.require(r, dtype=float, requirements=["C", "A"])
+    return _newton(X, np.ascontiguousarray(X.T), r, link, lam, theta, _Buffers(n, d), False, cap,
+                   tol, max_iter, stats)
 
 
 def _newton(
@@ -172,14 +173,17 @@ def _newton(
     max_iter: int,
     stats: SolverStats | None,
 ) -> tuple[np.ndarray, bool]:
-    """Newton core on n ≥ 1 rows from θ; `columns` is Xᵀ with contiguous rows.
+    """Newton core on n ≥ 1 rows from θ; `columns` is Xᵀ with contiguous rows (read by
+    `numpy_newton` only).
 
     `known`: buffers.cur holds (z, μ, μ̇, b) at θ on the n rows; on return it holds them at
     the returned θ. Compiled (`_newton.newton`, the bits of `numpy_newton`: tests/test_glm.py)
-    for the probit and logistic links, `numpy_newton` for the others.
+    for the probit and logistic links, `numpy_newton` for the others and where scipy's special
+    functions are not ufuncs. The compiled fit does not consult numpy's floating-point error
+    settings (`np.errstate`): where numpy would warn, e.g. on exp underflow, it is silent.
     """
-    code = COMPILED_LINKS.get(link.name)
-    if code is None or not _COMPILED_BOUND:
+    code = _compiled_code(link)
+    if code is None:
         return numpy_newton(X, columns, r, link, lam, theta, buffers, known, cap, tol,
                             max_iter, stats)
     theta, success, steps, capped, swapped = compiled_newton.newton(
@@ -191,6 +195,11 @@ def _newton(
     if stats is not None:
         stats.record(success, steps, capped)
     return theta, success
+
+
+def _compiled_code(link: Link) -> int | None:
+    """`_newton.newton`'s code of the link, None where `numpy_newton` fits it."""
+    return COMPILED_LINKS.get(link.name) if _COMPILED_BOUND else None
 
 
 def numpy_newton(
@@ -344,7 +353,7 @@ class GrowingNewton:
             self._theta, self._known = theta.copy(), 0
             return theta, True
         X = self.X[:n]
-        if self._filled < n:
+        if self._filled < n and _compiled_code(self.link) is None:  # Xᵀ: the numpy fit's
             self._columns[:, self._filled : n] = X[self._filled :].T
             self._filled = n
         known = self._theta is not None and self._known > 0 and bool(

@@ -1,7 +1,8 @@
 /*
  * numpy's own compiled inner loops, taken from a ufunc's `functions` table, for the C
  * extensions that must give numpy's bits without a Python call per operation
- * (`privacy/_wbk.c`, `policies/_ridge.c`, `_design.c`, `_stacked.c`). Include after numpy/ufuncobject.h.
+ * (`privacy/_wbk.c`, `policies/_ridge.c`, `_design.c`, `_stacked.c`, `_newton.c`). Include
+ * after numpy/ufuncobject.h.
  */
 #ifndef DPBANDITS_NUMPY_LOOPS_H
 #define DPBANDITS_NUMPY_LOOPS_H
