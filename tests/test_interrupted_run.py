@@ -50,6 +50,18 @@ def caught_mid_job(workdir: Path, shards: list[str]) -> bool:
     return len(written) > KILL_AFTER and bool(incomplete_outputs(workdir) & written)
 
 
+def caught_frozen(proc: subprocess.Popen, workdir: Path, shards: list[str]) -> bool:
+    """Whether the run is caught mid-job, checked again with the controller's process group
+    stopped (left stopped if so): Snakemake cannot close the job between the check and the kill."""
+    if not caught_mid_job(workdir, shards):
+        return False
+    os.killpg(proc.pid, signal.SIGSTOP)
+    if caught_mid_job(workdir, shards):
+        return True
+    os.killpg(proc.pid, signal.SIGCONT)
+    return False
+
+
 def temporaries(workdir: Path) -> list[str]:
     """Hidden temporary files of writers under the results folder."""
     return sorted(p.name for p in (workdir / SMOKE_RESULTS).rglob(".*.tmp*"))
@@ -72,17 +84,13 @@ def interrupted(tmp_path_factory: pytest.TempPathFactory) -> dict:
         proc = subprocess.Popen(snakemake(workdir), cwd=workdir, env=env, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 600
-    while not caught_mid_job(workdir, shards):
+    while not caught_frozen(proc, workdir, shards):
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
             pytest.fail("the run was never caught with a shard written but its job unfinished:"
                         f"\n{(workdir / 'first.log').read_text()[-3000:]}")
         time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)  # the controller ...
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # ... and the job it was running
-    except ProcessLookupError:
-        pass
+    os.killpg(proc.pid, signal.SIGKILL)  # the controller and the job it was running
     proc.wait()
 
     on_disk = {s: os.stat(workdir / s) for s in shards if (workdir / s).is_file()}
