@@ -16,7 +16,9 @@ setup(
         Extension(
             "dpbandits.privacy._exact",
             sources=["src/dpbandits/privacy/_exact.c"],
-            extra_compile_args=["-O3"],
+            depends=["src/dpbandits/privacy/exact_sampler.h",
+                     "src/dpbandits/privacy/exact_calibration.h"],
+            extra_compile_args=["-O3", "-ffp-contract=off"],
         ),
         Extension(
             "dpbandits.privacy._wbk",
@@ -28,7 +30,8 @@ setup(
         Extension(
             "dpbandits.policies._ridge",
             sources=["src/dpbandits/policies/_ridge.c"],
-            depends=["src/dpbandits/numpy_loops.h"],
+            depends=["src/dpbandits/numpy_loops.h", "src/dpbandits/privacy/exact_sampler.h",
+                     "src/dpbandits/privacy/exact_calibration.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

@@ -30,9 +30,7 @@ from machine import machine_line
 from dpbandits.config import experiment_shards, load_config
 
 REPO = Path(__file__).resolve().parents[1]
-EXTENSIONS = ("src/dpbandits/privacy/_exact", "src/dpbandits/privacy/_wbk", "src/dpbandits/_design",
-              "src/dpbandits/_stacked", "src/dpbandits/policies/_ridge",
-              "src/dpbandits/instances/_ball", "src/dpbandits/privacy/_shuffle")
+C_SOURCES = ("setup.py", ":(glob)src/**/*.c", ":(glob)src/**/*.h")  # what the extensions build from
 TIMED = """
 import json, sys, time
 from dpbandits.instances.registry import build_instance
@@ -66,12 +64,14 @@ def checkout(rev: str, where: Path) -> Path:
     """`rev` as a worktree at `where`, with built C extensions; returns its src folder."""
     subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-f", str(where),
                     rev], check=True, capture_output=True)
-    sources = ["setup.py", "src/dpbandits/numpy_loops.h", *(f"{e}.c" for e in EXTENSIONS)]
-    same = subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev, "--",
-                           *sources]).returncode == 0
+    untracked = subprocess.run(["git", "-C", str(REPO), "ls-files", "--others",
+                                "--exclude-standard", "--", *C_SOURCES],
+                               check=True, capture_output=True, text=True).stdout.strip()
+    same = not untracked and subprocess.run(["git", "-C", str(REPO), "diff", "--quiet", rev,
+                                             "--", *C_SOURCES]).returncode == 0
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]  # this interpreter's build
-    built = [REPO / f"{e}{suffix}" for e in EXTENSIONS if (REPO / f"{e}{suffix}").is_file()]
-    if same and len(built) == len(EXTENSIONS):
+    built = sorted((REPO / "src").rglob(f"*{suffix}"))
+    if same and built:
         for path in built:
             shutil.copy2(path, where / path.relative_to(REPO))
     else:

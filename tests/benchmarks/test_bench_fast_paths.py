@@ -23,7 +23,8 @@ def test_only_shards_with_the_path_are_picked() -> None:
     tables = fast_path_shards(REPO / "config" / "smoke.yaml", ["ts_synthetic"], "", 5, "tables")
     assert {s["policy"] for s in tables} == {
         "LinTS", "LinUCB", "AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
-        "AdaPrivate-UCB", "zCDP-Episodic", "RarelySwitching-zCDP", "AdaC-OFUL-zCDP", "JDP-LinUCB"}
+        "AdaPrivate-UCB", "zCDP-Episodic", "RarelySwitching-zCDP", "AdaC-OFUL-zCDP", "JDP-LinUCB",
+        "DGS-LinUCB"}
 
 
 def test_the_digest_sees_one_bit_and_ignores_wall_time() -> None:

@@ -13,9 +13,11 @@ from dpbandits.policies import make_policy
 from dpbandits.policies.linear_core import (
     add_reward,
     inflate_exact,
+    inflate_integers,
     snapped_release,
     ucb_index,
 )
+from dpbandits.privacy import _exact
 from dpbandits.privacy.clipping import clip_arms
 from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise, inflate_for_snapping
 
@@ -140,6 +142,63 @@ def test_inflate_exact_is_inflate_for_snapping() -> None:
         assert fast.type is slow.type
     paper = NumpyNoise(np.random.default_rng(0))
     assert inflate_exact(paper, 3.5, 1.0, 20) == inflate_for_snapping(paper, 3.5, 1.0, 20)
+
+
+def _calibration_cases(g: np.random.Generator, n: int) -> list[tuple[float, float, int]]:
+    """σ = Δ·ratio over wide ranges, σ on or one step off its grid, and DGS-LinUCB's σ for
+    Δ = 1/λ_min."""
+    exact = ExactNoise(np.random.default_rng(0))
+    cases = []
+    for i in range(n):
+        sensitivity = float(np.exp(g.uniform(-12, 6)))
+        sigma = sensitivity * float(np.exp(g.uniform(-2, 9)))
+        if i % 3 == 1:
+            sigma = float(np.nextafter(exact.effective_sigma(sigma), g.choice([0, np.inf])))
+        elif i % 3 == 2:
+            sensitivity = float(np.exp(-g.uniform(0, 7)))
+            sigma = sensitivity * float(np.exp(g.uniform(0, 9)))
+        cases.append((sigma, sensitivity, int(g.integers(1, 3000))))
+    return cases
+
+
+def test_compiled_inflation_is_the_integer_one() -> None:
+    """`_exact.inflate` gives the σ′ of the integer test, bit for bit, and declines only where
+    its binary arithmetic stops (then the integer test answers or raises)."""
+    exact = ExactNoise(np.random.default_rng(0))
+    g = np.random.default_rng(11)
+    moved = 0
+    for sigma, sensitivity, dim in _calibration_cases(g, 6000):
+        compiled = _exact.inflate(sigma, sensitivity, dim)
+        assert compiled is not None
+        assert compiled == inflate_integers(exact, sigma, sensitivity, dim)
+        moved += compiled != exact.effective_sigma(sigma)
+    assert moved > 5000  # the first candidate fails: the rounded quotient is what is compared
+    # outside the grid's range, exponents too far apart, no σ′ reached, a dim other than an
+    # int in [1, 2^53): declined, and `inflate_exact` answers or raises as the Fraction loop
+    declined = [(2.0**1001, 1.0, 5), (1.0, 2.0**-1020, 5), (2.0**-300, 2.0**300, 5),
+                (2.0**20, 2.0, 21), (3.5, 1.0, 20.0), (3.5, 1.0, np.float64(20)),
+                (3.5, 1.0, 2**53), (3.5, 1.0, 2**63), (3.5, 1.0, 0)]
+    for sigma, sensitivity, dim in declined:
+        assert _exact.inflate(sigma, sensitivity, dim) is None
+        try:
+            want: float | type = inflate_for_snapping(exact, sigma, sensitivity, dim)
+        except (ValueError, ZeroDivisionError) as error:
+            want = type(error)
+        try:
+            got: float | type = inflate_exact(exact, sigma, sensitivity, dim)
+        except (ValueError, ZeroDivisionError) as error:
+            got = type(error)
+        assert got == want
+    # far from the usual ranges: σ/Δ = 2^-120, a dim of 2^30
+    for sigma, sensitivity, dim in ((2.0**-120, 1.0, 7), (2.0**-90 * 1.3, 3.0, 20),
+                                    (4.9, 1.0, 2**30), (1e3, 3.0, 2**10)):
+        compiled = _exact.inflate(sigma, sensitivity, dim)
+        assert compiled is not None
+        assert compiled == inflate_integers(exact, sigma, sensitivity, dim)
+    # the negative control: one step of the grid off is seen
+    sigma, sensitivity, dim = 490.3, 1.0, 20
+    value = inflate_integers(exact, sigma, sensitivity, dim)
+    assert _exact.inflate(sigma, sensitivity, dim) != value + exact.grid(value)
 
 
 def test_snapped_release_is_snap_plus_discrete_noise() -> None:

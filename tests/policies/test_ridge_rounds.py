@@ -3,6 +3,7 @@ bits as the select → pull → update loop, for every policy that plays tables.
 
 from __future__ import annotations
 
+import signal
 import tracemalloc
 from typing import Any
 
@@ -16,7 +17,7 @@ from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
 from dpbandits.policies import POLICIES, _ridge, get_policy_class, jdp_linucb, make_policy
 from dpbandits.policies.linear_ts import LinTS
-from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB
+from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
 from dpbandits.privacy.ledger import PrivacyLedger
 from dpbandits.scipy_kernels import blas, lapack
 
@@ -44,6 +45,8 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("AdaC-OFUL-zCDP", {"C": 3.0, "lam": 0.5}),
     ("JDP-LinUCB", {}),
     ("JDP-LinUCB", {"alpha": 2.0, "lam": 0.5, "theta0": "environment"}),
+    ("DGS-LinUCB", {}),
+    ("DGS-LinUCB", {"alpha": 0.5, "lam": 2.0, "conversion": "tight"}),
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -55,9 +58,11 @@ GLM = {"generator": "glm_ball", "family": "logistic", "d": 4, "K": 6, "S": 2.0, 
 # linear rewards with noise: far outside [0, 1], so every clip of a reward is exercised
 GLM_NOISY = {"generator": "glm_ball", "family": "linear", "d": 4, "K": 6, "S": 2.0, "seed": 3,
              "noise_sd": 3.0}
-# remembered per version of A or of the tree release, recomputed when asked; and JDP-LinUCB's
-# scratch, written in full before each read
-CACHES = {"_factor", "_mean", "current", "v_work", "z", "leaf"}
+# remembered per version of A or of the tree release, recomputed when asked, and calibrations
+# and episode estimates remembered by their arguments; and the scratch of JDP-LinUCB and
+# DGS-LinUCB, written in full before each read
+CACHES = {"_factor", "_mean", "_calibrated", "episode_memo", "current", "v_work", "z", "leaf",
+          "theta_work"}
 
 
 def snapshot(value: Any, depth: int = 0) -> Any:
@@ -150,6 +155,138 @@ def test_table_rounds_across_blocks_of_exploration_normals(name: str) -> None:
     params = {"B": 100} if name != "LinTS" else {}
     a = play(name, params, spec, 0, "strict", tables=True)
     assert_same_bits(a, play(name, params, spec, 0, "strict", tables=False))
+
+
+@pytest.mark.parametrize("accounting", ["strict", "paper"])
+def test_dgs_rounds_across_blocks_of_noise_normals(accounting: str) -> None:
+    """T > 10,000: numpy noise takes its normals in two blocks (exact noise none)."""
+    spec = {"generator": "logistic_pool", "d": 2, "n_arms": 4, "K": 3, "seed": 9,
+            "horizon": 10_037}
+    a = play("DGS-LinUCB", {}, spec, 0, accounting, tables=True)
+    assert_same_bits(a, play("DGS-LinUCB", {}, spec, 0, accounting, tables=False))
+
+
+@pytest.mark.parametrize("theta0,python_rounds", [(6e11, "some"), (None, "none")])
+def test_dgs_rounds_leave_to_the_policy_a_release_beyond_the_snap_limit(
+        theta0: float | None, python_rounds: str) -> None:
+    """A warm start of ±6·10^11 puts θ̂ near 2^53·γ: the releases beyond it take
+    `snapped_release`'s other path, in the policy's `choose`; the rest stay compiled."""
+    spec = {**POOLS[0], "horizon": 300}
+    params = {} if theta0 is None else {"theta0": [theta0, -theta0, 0.0]}
+    out, asked = [], []
+    for tables in (True, False):
+        instance = build_instance(spec)
+        env = instance.environment(0)
+        policy = make_policy("DGS-LinUCB", instance.info, np.random.default_rng(2),
+                             epsilon=0.8, delta=1e-5, **params)
+        policy.begin(env)
+        policy.choose = lambda t, arms, tables=tables, choose=policy.choose: (
+            asked.append((tables, t)), choose(t, arms))[1]
+        out.append(played(policy, env, tables))
+        out[-1]["state"] = snapshot({k: v for k, v in vars(policy).items()
+                                     if k not in CACHES | {"choose"}})
+    assert_same_bits(*out)
+    compiled = sum(1 for tables, _ in asked if tables)
+    assert sum(1 for tables, _ in asked if not tables) == 300
+    assert (0 < compiled < 300) if python_rounds == "some" else compiled == 0
+
+
+def _switches_made(name: str, params: dict[str, Any], accounting: str, tables: bool,
+                   out: list[dict[str, Any]]) -> int:
+    """`played` of a zCDP-Episodic run appended to `out`; how many switches its Python
+    `switch` made."""
+    instance = build_instance({**POOLS[0], "horizon": 300})
+    env = instance.environment(0)
+    policy = make_policy(name, instance.info, np.random.default_rng(2), epsilon=0.8,
+                         delta=1e-5, accounting=accounting, **params)
+    policy.begin(env)
+    made: list[int] = []
+    policy.switch = lambda t, switch=policy.switch: (made.append(t), switch(t))[0]
+    out.append(played(policy, env, tables))
+    out[-1]["state"] = snapshot({k: v for k, v in vars(policy).items()
+                                 if k not in CACHES | {"switch"}})
+    return len(made)
+
+
+@pytest.mark.parametrize("accounting,theta0,python_switches", [
+    ("strict", None, "none"), ("strict", 4e10, "some"), ("paper", None, "all")])
+def test_episodic_switches_under_exact_noise_are_made_in_the_loop(
+        accounting: str, theta0: float | None, python_switches: str) -> None:
+    """Exact noise: the compiled rounds make the switches, the ledger written after them; a
+    warm start of ±4·10^10 puts some episodes' θ̂ beyond 2^53·γ, whose releases take
+    `snapped_release`'s other path, in the policy's `switch`. Numpy noise: every switch is the
+    policy's."""
+    params: dict[str, Any] = {"c_trigger": 1.2}
+    if theta0 is not None:
+        params["theta0"] = [theta0, -theta0, 0.0]
+    out: list[dict[str, Any]] = []
+    by_policy_with_tables = _switches_made("zCDP-Episodic", params, accounting, True, out)
+    by_policy_round_loop = _switches_made("zCDP-Episodic", params, accounting, False, out)
+    assert_same_bits(*out)
+    assert by_policy_round_loop > 10
+    expected = {"none": 0, "all": by_policy_round_loop}.get(python_switches)
+    if expected is not None:
+        assert by_policy_with_tables == expected
+    else:
+        assert 0 < by_policy_with_tables < by_policy_round_loop
+
+
+def test_episode_estimates_remembered_past_the_compiled_memos_size() -> None:
+    """Noisy rewards make every one-sample episode's b its own: far more distinct episodes than
+    the compiled memo holds before it empties (512)."""
+    spec = {**GLM_NOISY, "horizon": 1500}
+    params = {"c_trigger": 1.0}
+    a = play("zCDP-Episodic", params, spec, 1, "strict", tables=True)
+    assert_same_bits(a, play("zCDP-Episodic", params, spec, 1, "strict", tables=False))
+    assert len(dict(a["events"])[repr("switch")][3]) // 8 > 1200
+
+
+class _Stopped(Exception):
+    """Raised by a signal handler while a compiled loop runs."""
+
+
+@pytest.mark.parametrize("name,params", [("zCDP-Episodic", {"c_trigger": 1.0}),
+                                         ("DGS-LinUCB", {})])
+def test_a_loop_stopped_by_an_exception_leaves_the_round_loops_state(
+        name: str, params: dict[str, Any]) -> None:
+    """An exception during a compiled call (a signal handler's, which the loop runs every 4096
+    rounds) stops it between rounds and is raised after the policy has recorded what the call
+    released: the ledger, statistics and generators are the round loop's after as many rounds."""
+    instance = build_instance({**POOLS[0], "horizon": 400_000})
+    env = instance.environment(0)
+
+    def begun() -> Any:
+        policy = make_policy(name, instance.info, np.random.default_rng(5), epsilon=0.8,
+                             delta=1e-5, **params)
+        policy.begin(env)
+        return policy
+
+    def stop(signum: int, frame: object) -> None:
+        raise _Stopped
+
+    policy = begun()
+    tables = runner.outcome_tables(policy, env)
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    try:
+        with pytest.raises(_Stopped):
+            policy.play_table(tables)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    rounds = policy.gram_version
+    assert 0 < rounds < 400_000 and rounds % 4096 == 0
+    reference = begun()
+    reference_tables = runner.outcome_tables(reference, env)
+    for t in range(rounds):
+        finish_round(reference, reference_tables, t, reference.select(t, env.arms(t)))
+    state = [snapshot({k: v for k, v in vars(p).items() if k not in CACHES})
+             for p in (policy, reference)]
+    assert state[0] == state[1]  # DGS-LinUCB's count of releases (its ledger's, at finish)
+    assert policy.ledger.to_json() == reference.ledger.to_json()
+    assert (len(policy.ledger.entries) if name == "zCDP-Episodic" else policy.releases) > 1000
+    assert (tables.regret[:rounds].tobytes()
+            == reference_tables.regret[:rounds].tobytes())
 
 
 class TableEnvironment(RoundEnvironment):
@@ -388,12 +525,14 @@ def test_log_det_is_the_python_policies_bits(d: int) -> None:
 
 def test_bind_takes_only_scipys_wrappers_of_the_named_routines() -> None:
     routines = [lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs, blas.dsyr, blas.daxpy, blas.dtrsm,
-                blas.dtrsv]
+                blas.dtrsv, lapack.dsyevx]
     swapped = [routines[3], *routines[1:3], routines[0], *routines[4:]]
     with pytest.raises(TypeError, match="dpotrf is not allowed; must be scipy's f2py wrapper"):
         _ridge.bind(*swapped, np.linalg.LinAlgError)
     with pytest.raises(TypeError, match="dsyr is not allowed"):
         _ridge.bind(*routines[:3], object(), *routines[4:], np.linalg.LinAlgError)
+    with pytest.raises(TypeError, match="dsyevx is not allowed"):
+        _ridge.bind(*routines[:7], lapack.dsyev, np.linalg.LinAlgError)
     _ridge.bind(*routines, np.linalg.LinAlgError)  # the control: the right ones bind
 
 
@@ -416,7 +555,8 @@ def _switching_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
 def _episodic_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
     eye = np.asfortranarray(np.eye(d))
     return [eye.copy(order="F"), eye.copy(order="F"), np.zeros(d), np.zeros(d),
-            _tables(d, K, T), 0, T, 1.0, 0, 0.0, 0.69]
+            _tables(d, K, T), 0, T, 1.0, 0, 0.0, 0.69, eye.copy(order="F"), np.zeros(d), 0.5,
+            np.random.default_rng(0).bit_generator.capsule, np.zeros((T, 4))]
 
 
 def _tree_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
@@ -425,6 +565,11 @@ def _tree_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
             1.0, 0.5, 2.0**52, np.ones((2, size, size)) * [[[1.0]], [[2.0]]],
             np.array([1, 3, 3, 0], dtype=np.int64),
             np.array([0, 1, 2, 3, 4], dtype=np.int64)]
+
+
+def _dgs_arguments(d: int = 3, K: int = 2, T: int = 4) -> list[Any]:
+    return [np.asfortranarray(np.eye(d)), np.zeros(d), np.zeros(d), _tables(d, K, T), 0, T, 1.0,
+            2.0, None, np.zeros((T, d)), 0]
 
 
 def _with_tables(**fields: Any) -> OutcomeTables:
@@ -456,6 +601,12 @@ BAD = {  # function: [(argument position, bad value, message)]
         (1, np.eye(2, order="F"), "a_episode is not allowed"),
         (2, np.zeros(4), "b_episode is not allowed"),
         (4, _with_tables(arms=np.zeros((4, 2, 3), order="F")), "arms is not allowed"),
+        (11, np.eye(3), "a_start is not allowed"),
+        (12, np.zeros(2), "b_start is not allowed"),
+        (13, 0.0, "rho = 0.0 is not allowed"),
+        (13, float("inf"), "rho = inf is not allowed"),
+        (14, object(), "capsule is not allowed"),
+        (15, np.zeros((4, 3)), "records is not allowed"),
     ],
     "run_tree": [
         (0, np.zeros((3, 3)), "released is not allowed"),
@@ -473,9 +624,18 @@ BAD = {  # function: [(argument position, bad value, message)]
         (11, np.frombuffer(b"\0" + np.array([1, 3, 3, 0]).tobytes(), dtype=np.int64, offset=1),
          "must be aligned native int64"),
     ],
+    "run_dgs": [
+        (0, np.eye(3), "a is not allowed"),  # C order
+        (2, np.zeros(2), "theta is not allowed"),
+        (8, object(), "capsule is not allowed"),
+        (9, np.zeros((4, 2)), "normals is not allowed"),
+        (10, 5, "normal_index = 5 is not allowed"),
+        (5, 5, r"rounds \[0, 5\) are not allowed"),
+    ],
 }
 ARGUMENTS = {"run": _run_arguments, "run_switching": _switching_arguments,
-             "run_episodic": _episodic_arguments, "run_tree": _tree_arguments}
+             "run_episodic": _episodic_arguments, "run_tree": _tree_arguments,
+             "run_dgs": _dgs_arguments}
 
 
 @pytest.mark.parametrize("function,position,value,message",
@@ -494,8 +654,10 @@ def test_the_loops_refuse_bad_arguments_with_one_line(function: str, position: i
     ("run", 1, "regret"),
     ("run_switching", 1, 0),  # s inside A
     ("run_episodic", 0, 1),
+    ("run_episodic", 3, 12),  # θ̃ written over b_start
     ("run_tree", 3, 2),  # θ̂ written over the shift
     ("run_tree", 0, 10),  # the release inside the noises
+    ("run_dgs", 2, 1),  # θ̃ written over b
 ])
 def test_the_loops_refuse_arrays_that_share_memory(function: str, first: int,
                                                    second: int | str) -> None:
@@ -517,7 +679,7 @@ def test_the_loops_with_good_arguments_play_the_rounds() -> None:
     for function, arguments in ARGUMENTS.items():
         args = arguments()
         assert getattr(_ridge, function)(*args)[0] == 4
-        assert args[3 if function == "run" else 4].chosen.tolist() == [0, 0, 0, 0]
+        assert args[3 if function in ("run", "run_dgs") else 4].chosen.tolist() == [0, 0, 0, 0]
     args = _tree_arguments()  # the leaves (x = 0, r = 0) add nothing; the noises + 1 + 2 + 2 − 1
     _ridge.run_tree(*args)
     assert args[0].tolist() == np.full((4, 4), 4.0).tolist()

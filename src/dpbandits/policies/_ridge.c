@@ -5,12 +5,14 @@
  * - `run`: LinTS, LinUCB and the AdaPrivate family (A factorised every round);
  * - `run_switching`: RarelySwitching-zCDP and AdaC-OFUL-zCDP (a frozen factor between switches);
  * - `run_episodic`: zCDP-Episodic (an episode's own statistics besides A);
- * - `run_tree`: JDP-LinUCB (V_t from the tree release, its node noises drawn ahead in Python).
+ * - `run_tree`: JDP-LinUCB (V_t from the tree release, its node noises drawn ahead in Python);
+ * - `run_dgs`: DGS-LinUCB, whose release every round (exact or numpy noise) is made here too,
+ *   by the exact samplers and calibration of `dpbandits.privacy._exact` (their headers).
  *
  * Every operation is the one the Python policies make, by the same code, so the results are
  * the Python loop's bit for bit (tests/policies/test_ridge_rounds.py):
- * - LAPACK dpotrf, dpotrs, dtrtrs and BLAS dsyr, daxpy, dtrsm, dtrsv are scipy's, bound from
- *   the `_cpointer` of the very f2py wrappers the policies call (`bind`);
+ * - LAPACK dpotrf, dpotrs, dtrtrs, dsyevx and BLAS dsyr, daxpy, dtrsm, dtrsv are scipy's,
+ *   bound from the `_cpointer` of the very f2py wrappers the policies call (`bind`);
  * - xᵀθ and yᵀy are numpy's float64 matmul loop (the `functions` of `np.matmul`), ln of a
  *   factor's diagonal numpy's float64 log loop and its sum numpy's add loop as a reduction,
  *   the rounding of a leaf to the noise grid numpy's float64 rint loop;
@@ -50,6 +52,12 @@ typedef void dtrsm_fn(const char *, const char *, const char *, const char *, co
 typedef void dtrsv_fn(const char *, const char *, const char *, const f_int *, const double *,
                       const f_int *, double *, const f_int *, size_t, size_t, size_t);
 
+typedef void dsyevx_fn(const char *, const char *, const char *, const f_int *, double *,
+                       const f_int *, const double *, const double *, const f_int *,
+                       const f_int *, const double *, f_int *, double *, double *,
+                       const f_int *, double *, const f_int *, f_int *, f_int *, f_int *,
+                       size_t, size_t, size_t);
+
 static dpotrf_fn *dpotrf;
 static dpotrs_fn *dpotrs;
 static dtrtrs_fn *dtrtrs;
@@ -57,9 +65,12 @@ static dsyr_fn *dsyr;
 static daxpy_fn *daxpy;
 static dtrsm_fn *dtrsm;
 static dtrsv_fn *dtrsv;
+static dsyevx_fn *dsyevx;
 static PyObject *linalg_error;
 
 #include "../numpy_loops.h"
+#include "../privacy/exact_calibration.h"
+#include "../privacy/exact_sampler.h"
 
 static Loop matmul_loop, log_loop, add_loop, rint_loop;
 
@@ -93,12 +104,60 @@ static void *pointer_of(PyObject *object, const char *name)
     return found;
 }
 
+/* Workspace of `lambda_min_of` for d×d matrices: the copy dsyevx overwrites, its outputs and
+ * the work arrays scipy's wrapper passes (lwork = 8d, iwork 5d, ifail d). */
+typedef struct {
+    double *copy, *w, *z, *work;
+    f_int *iwork, *ifail;
+    f_int n;
+} EigenWork;
+
+static int eigen_work_for(npy_intp d, EigenWork *e)
+{
+    e->n = (f_int)d;
+    e->copy = malloc(sizeof(double) * (size_t)(d * d + d + 1 + 8 * d));
+    e->iwork = malloc(sizeof(f_int) * (size_t)(6 * d));
+    if (e->copy == NULL || e->iwork == NULL) {
+        free(e->copy);
+        free(e->iwork);
+        PyErr_NoMemory();
+        return -1;
+    }
+    e->w = e->copy + d * d, e->z = e->w + d, e->work = e->z + 1;
+    e->ifail = e->iwork + 5 * d;
+    return 0;
+}
+
+static void eigen_work_free(EigenWork *e)
+{
+    free(e->copy);
+    free(e->iwork);
+}
+
+/* The smallest eigenvalue of the symmetric d×d matrix whose lower triangle `a` holds, as
+ * `linalg.lambda_min` asks scipy's dsyevx for it (no vectors, range "I", il = iu = 1,
+ * abstol 0); returns LAPACK's info. */
+static f_int lambda_min_of(const double *a, f_int n, double *out, EigenWork *e)
+{
+    f_int il = 1, iu = 1, m = 0, ldz = 1, lwork = 8 * n > 1 ? 8 * n : 1, info = 0;
+    double vl = 0.0, vu = 1.0, abstol = 0.0;
+    memcpy(e->copy, a, sizeof(double) * (size_t)n * (size_t)n);
+    dsyevx("N", "I", "L", &n, e->copy, &n, &vl, &vu, &il, &iu, &abstol, &m, e->w, e->z, &ldz,
+           e->work, &lwork, e->iwork, e->ifail, &info, 1, 1, 1);
+    *out = e->w[0];
+    return info;
+}
+
 /* The bound routines on 2 × 2 problems with exact answers: a wrong routine or integer width
  * fails here, at import, instead of giving other numbers. */
 static int self_check(void)
 {
     f_int two = 2, one = 1, info = 0;
     double unit = 1.0, scale = 2.0;
+    const double gram_2x2[4] = {2.0, 1.0, 1.0, 2.0};
+    EigenWork eigen_work[1];
+    if (eigen_work_for(2, eigen_work) < 0)
+        return -1;
     double factor[4] = {4.0, 2.0, 2.0, 5.0};                  /* A = [[4, 2], [2, 5]] */
     dpotrf("L", &two, factor, &two, &info, 1);                /* L = [[2, 0], [1, 2]] */
     int ok = info == 0 && factor[0] == 2.0 && factor[1] == 1.0 && factor[3] == 2.0;
@@ -120,21 +179,27 @@ static int self_check(void)
     double sum[2] = {1.0, 1.0};
     daxpy(&two, &scale, v, &one, sum, &one);                  /* (1, 1) + 2(1, 2) */
     ok = ok && sum[0] == 3.0 && sum[1] == 5.0;
+    double smallest = 0.0;                                    /* of [[2, 1], [1, 2]]: 1 */
+    ok = ok && lambda_min_of(gram_2x2, 2, &smallest, eigen_work) == 0
+         && fabs(smallest - 1.0) < 1e-12;
+    eigen_work_free(eigen_work);
     if (!ok)
         PyErr_SetString(PyExc_RuntimeError, "bind: the routines do not compute what scipy's "
-                        "dpotrf, dpotrs, dtrtrs, dtrsv, dtrsm, dsyr and daxpy compute");
+                        "dpotrf, dpotrs, dtrtrs, dtrsv, dtrsm, dsyr, daxpy and dsyevx "
+                        "compute");
     return ok ? 0 : -1;
 }
 
 static PyObject *bind(PyObject *self, PyObject *args)
 {
-    enum { N_ROUTINES = 7 };
+    enum { N_ROUTINES = 8 };
     PyObject *wrappers[N_ROUTINES], *error;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:bind", &wrappers[0], &wrappers[1], &wrappers[2],
-                          &wrappers[3], &wrappers[4], &wrappers[5], &wrappers[6], &error))
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO:bind", &wrappers[0], &wrappers[1], &wrappers[2],
+                          &wrappers[3], &wrappers[4], &wrappers[5], &wrappers[6], &wrappers[7],
+                          &error))
         return NULL;
     const char *names[N_ROUTINES] = {"dpotrf", "dpotrs", "dtrtrs", "dsyr", "daxpy", "dtrsm",
-                                     "dtrsv"};
+                                     "dtrsv", "dsyevx"};
     void *found[N_ROUTINES];
     for (int k = 0; k < N_ROUTINES; k++)
         if ((found[k] = pointer_of(wrappers[k], names[k])) == NULL)
@@ -157,6 +222,7 @@ static PyObject *bind(PyObject *self, PyObject *args)
     daxpy = (daxpy_fn *)found[4];
     dtrsm = (dtrsm_fn *)found[5];
     dtrsv = (dtrsv_fn *)found[6];
+    dsyevx = (dsyevx_fn *)found[7];
     if (self_check() < 0) {
         dpotrf = NULL; /* unbound again: every entry point refuses to run */
         return NULL;
@@ -502,6 +568,158 @@ static int ucb_pull(const Tables *tb, npy_intp t, const double *factor, const do
     return 0;
 }
 
+/* ---- releases with exact noise ------------------------------------------------------------ */
+
+enum { RELEASE_MADE = 0, RELEASE_DECLINED = 1, RELEASE_OVERFLOW = 2 };
+
+/* θ ← rint(θ/γ)·γ + γ·Z, Z discrete Gaussian of integer σ/γ (γ the grid of σ), as
+ * `snapped_release(noise, θ, σ)` makes it (bitgen's lock held by the caller). RELEASE_DECLINED,
+ * θ unchanged, where `snapped_release` takes its other path (a coordinate beyond 2^53·γ or not
+ * finite); RELEASE_OVERFLOW if the sampler leaves its range. */
+static int snapped_gaussian(double *theta, npy_intp d, double sigma, bitgen_t *bitgen)
+{
+    const double gamma = calibration_grid(sigma), integer_sigma = ceil(sigma / gamma);
+    int near = 1; /* every |θ_i| < 2^53·γ (NaN is not) */
+    for (npy_intp i = 0; i < d && near; i++)
+        near = fabs(theta[i]) < 0x1p53 * gamma;
+    if (!near || !(integer_sigma >= 1.0 && integer_sigma < (double)PARAM_LIMIT))
+        return RELEASE_DECLINED;
+    for (npy_intp i = 0; i < d; i++)
+        theta[i] /= gamma;
+    apply(&rint_loop, theta, theta, d);
+    for (npy_intp i = 0; i < d; i++) {
+        rsrc_t rs = {bitgen, 0, 0};
+        int64_t z = 0;
+        if (dgauss(&rs, (uint64_t)integer_sigma, &z) != SAMPLE_OK)
+            return RELEASE_OVERFLOW;
+        theta[i] = theta[i] * gamma + gamma * (double)z;
+    }
+    return RELEASE_MADE;
+}
+
+/* θ ← the release of θ with exact noise, as `LinearPolicy.gaussian_release` after
+ * `calibrate_release(plain, Δ)`: σ the calibration of `plain` for sensitivity Δ
+ * (`calibration_inflate`, RELEASE_DECLINED where it declines), then `snapped_gaussian`. */
+static int exact_release(double *theta, npy_intp d, double plain, double sensitivity,
+                         bitgen_t *bitgen, double *sigma_out)
+{
+    if (!calibration_inflate(plain, sensitivity, (double)d, sigma_out))
+        return RELEASE_DECLINED;
+    return snapped_gaussian(theta, d, *sigma_out, bitgen);
+}
+
+/* zCDP-Episodic's episode estimates (θ̂, Δ, σ) remembered within a call by the bytes of the
+ * episode's (A, b), as the policy's `episode_memo` remembers them: one-sample episodes
+ * (c_trigger = 1) repeat, the arms coming from a finite pool. Open addressing; emptied when
+ * half full. */
+#define EPISODE_SLOTS 1024
+
+typedef struct {
+    uint64_t hash;
+    double *key; /* A (d·d) then b (d), then θ̂ (d); NULL: empty slot */
+    double sensitivity, sigma;
+} EpisodeEntry;
+
+typedef struct {
+    EpisodeEntry *slots;
+    npy_intp count, d;
+} EpisodeMemo;
+
+static uint64_t episode_hash(const double *a, const double *b, npy_intp d)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (npy_intp k = 0; k < d * d + d; k++) {
+        uint64_t word;
+        memcpy(&word, k < d * d ? a + k : b + (k - d * d), sizeof word);
+        h = (h ^ word) * 1099511628211ULL;
+    }
+    h ^= h >> 33; /* the slot is the low bits: fold the high ones in (MurmurHash3's fmix64) */
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    return h;
+}
+
+static void episode_memo_clear(EpisodeMemo *m)
+{
+    for (npy_intp i = 0; i < EPISODE_SLOTS; i++) {
+        free(m->slots[i].key);
+        m->slots[i].key = NULL;
+    }
+    m->count = 0;
+}
+
+/* The slot of (a, b): its entry, or the empty slot where it goes. */
+static EpisodeEntry *episode_slot(EpisodeMemo *m, const double *a, const double *b,
+                                  uint64_t hash)
+{
+    const npy_intp d = m->d;
+    for (npy_intp i = (npy_intp)(hash & (EPISODE_SLOTS - 1));; i = (i + 1) & (EPISODE_SLOTS - 1)) {
+        EpisodeEntry *e = &m->slots[i];
+        if (e->key == NULL || (e->hash == hash
+                               && memcmp(e->key, a, sizeof(double) * (size_t)(d * d)) == 0
+                               && memcmp(e->key + d * d, b, sizeof(double) * (size_t)d) == 0))
+            return e;
+    }
+}
+
+/* Remember (θ̂, Δ, σ) for (a, b); a failed allocation only forgoes the memo. */
+static void episode_remember(EpisodeMemo *m, const double *a, const double *b, uint64_t hash,
+                             const double *theta_hat, double sensitivity, double sigma)
+{
+    const npy_intp d = m->d;
+    if (m->count >= EPISODE_SLOTS / 2)
+        episode_memo_clear(m);
+    EpisodeEntry *e = episode_slot(m, a, b, hash);
+    if (e->key != NULL || (e->key = malloc(sizeof(double) * (size_t)(d * d + 2 * d))) == NULL)
+        return;
+    memcpy(e->key, a, sizeof(double) * (size_t)(d * d));
+    memcpy(e->key + d * d, b, sizeof(double) * (size_t)d);
+    memcpy(e->key + d * d + d, theta_hat, sizeof(double) * (size_t)d);
+    e->hash = hash, e->sensitivity = sensitivity, e->sigma = sigma;
+    m->count++;
+}
+
+static PyObject *sampler_overflow(void)
+{
+    PyErr_SetString(PyExc_RuntimeError, "exact sampler left its representable range (an event "
+                    "of probability < exp(-2^31)); no value was returned");
+    return NULL;
+}
+
+/* The exception set now, cleared and returned (a new reference, its traceback attached): a
+ * loop that released something before it failed returns it beside what it did, so that the
+ * policy records those releases before it raises. */
+static PyObject *caught_error(void)
+{
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (type == NULL) {
+        PyErr_SetString(PyExc_SystemError, "a compiled loop failed without an exception");
+        return NULL;
+    }
+    PyErr_NormalizeException(&type, &value, &traceback);
+    if (traceback != NULL)
+        PyException_SetTraceback(value, traceback);
+    Py_DECREF(type);
+    Py_XDECREF(traceback);
+    return value;
+}
+
+/* The bit generator behind `capsule` (None: NULL, numpy noise), or an error. */
+static int bitgen_of(PyObject *capsule, bitgen_t **out)
+{
+    *out = NULL;
+    if (capsule == Py_None)
+        return 0;
+    if (!PyCapsule_IsValid(capsule, "BitGenerator")) {
+        PyErr_SetString(PyExc_TypeError, "capsule is not allowed; must be None or "
+                        "rng.bit_generator.capsule");
+        return -1;
+    }
+    *out = (bitgen_t *)PyCapsule_GetPointer(capsule, "BitGenerator");
+    return 0;
+}
+
 /* ---- the loops -------------------------------------------------------------------------- */
 
 /*
@@ -716,47 +934,129 @@ static PyObject *run_switching(PyObject *self, PyObject *args)
 }
 
 /*
- * run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode,
- *              log_det_tau, log_c)
- * → (next t, in_episode, switch due at next t)
+ * run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode, log_det_tau,
+ *              log_c, a_start, b_start, rho, capsule, records)
+ * → (next t, in_episode, log_det_tau, switches made, switch due at next t, the exception that
+ *    stopped the loop or None)
  *
- * A round of zCDP-Episodic (`ZCDPEpisodic.choose`, `observe`): with data in the episode,
- * ln det A_t − ln det A_τ above ln c returns before the round, for the policy's own switch.
+ * Rounds of zCDP-Episodic (`ZCDPEpisodic.choose`, `observe`). A switch is due before a round
+ * when the episode has data and ln det A_t − ln det A_τ > ln c. With exact noise (`capsule`
+ * the noise generator's, its lock held by the caller) the switch is made here as `switch`
+ * makes it: θ̂ = (A^(ℓ))⁻¹b^(ℓ), Δ = 1/λ_min(A^(ℓ)), σ the calibration of Δ/√(2ρ) for Δ
+ * (these remembered by the episode's bytes, `EpisodeMemo`), θ ← `snapped_gaussian(θ̂, σ)`,
+ * A^(ℓ), b^(ℓ) ← a_start, b_start; each switch fills a row
+ * (round, rewards in the episode, Δ, σ) of the float64 (n, 4) `records`, for the policy's
+ * ledger. The call returns before a due switch it does not make (numpy noise, `capsule`
+ * None; a calibration or release the compiled path declines; `records` full), for the
+ * policy's own.
  */
 static PyObject *run_episodic(PyObject *self, PyObject *args)
 {
-    PyObject *a_obj, *a_ep_obj, *b_ep_obj, *theta_obj, *tables_obj;
+    PyObject *a_obj, *a_ep_obj, *b_ep_obj, *theta_obj, *tables_obj, *a_start_obj,
+        *b_start_obj, *capsule, *records_obj;
     Py_ssize_t t, stop, in_episode;
-    double scale, log_det_tau, log_c;
+    double scale, log_det_tau, log_c, rho;
     Tables tb;
-    if (!PyArg_ParseTuple(args, "OOOOOnndndd:run_episodic", &a_obj, &a_ep_obj, &b_ep_obj,
+    if (!PyArg_ParseTuple(args, "OOOOOnndnddOOdOO:run_episodic", &a_obj, &a_ep_obj, &b_ep_obj,
                           &theta_obj, &tables_obj, &t, &stop, &scale, &in_episode,
-                          &log_det_tau, &log_c)
+                          &log_det_tau, &log_c, &a_start_obj, &b_start_obj, &rho, &capsule,
+                          &records_obj)
             || bound("run_episodic") < 0 || tables_from(tables_obj, t, stop, &tb) < 0)
         return NULL;
-    npy_intp d = tb.d, K = tb.K, vec[1] = {d};
+    npy_intp d = tb.d, K = tb.K, vec[1] = {d}, rows4[2] = {-1, 4};
     double *a = square(a_obj, "a", d, 1);
     double *a_ep = a ? square(a_ep_obj, "a_episode", d, 1) : NULL;
     double *b_ep = a_ep ? doubles(b_ep_obj, "b_episode", 1, vec, 1) : NULL;
-    const double *theta = b_ep ? doubles(theta_obj, "theta", 1, vec, 0) : NULL;
-    if (theta == NULL)
+    double *theta = b_ep ? doubles(theta_obj, "theta", 1, vec, 1) : NULL;
+    const double *a_start = theta ? square(a_start_obj, "a_start", d, 0) : NULL;
+    const double *b_start = a_start ? doubles(b_start_obj, "b_start", 1, vec, 0) : NULL;
+    bitgen_t *bitgen = NULL;
+    if (b_start == NULL || bitgen_of(capsule, &bitgen) < 0)
         return NULL;
-    Use own[4] = {{"a", a_obj, 1}, {"a_episode", a_ep_obj, 1}, {"b_episode", b_ep_obj, 1},
-                  {"theta", theta_obj, 0}};
+    double *records = NULL;
+    npy_intp capacity = 0;
+    if (bitgen != NULL) {
+        if ((records = doubles(records_obj, "records", 2, rows4, 1)) == NULL)
+            return NULL;
+        capacity = PyArray_DIM((PyArrayObject *)records_obj, 0);
+        if (!(rho > 0.0 && rho < INFINITY)) {
+            PyErr_Format(PyExc_ValueError, "rho = %R is not allowed; must be a finite number "
+                         "> 0", PyTuple_GET_ITEM(args, 13));
+            return NULL;
+        }
+    }
+    Use own[7] = {{"a", a_obj, 1}, {"a_episode", a_ep_obj, 1}, {"b_episode", b_ep_obj, 1},
+                  {"theta", theta_obj, 1}, {"a_start", a_start_obj, 0},
+                  {"b_start", b_start_obj, 0}, {"records", records ? records_obj : NULL, 1}};
     Scratch sc;
-    if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
+    EigenWork eigen;
+    if (apart_with(&tb, own, 7) < 0 || scratch_for(d, K, 1, &sc) < 0)
         return NULL;
-    f_int n = (f_int)d, one = 1;
+    double *episode_factor = malloc(sizeof(double) * (size_t)(d * d));
+    EpisodeMemo memo = {calloc(EPISODE_SLOTS, sizeof(EpisodeEntry)), 0, d};
+    if (episode_factor == NULL || memo.slots == NULL || eigen_work_for(d, &eigen) < 0) {
+        if (episode_factor == NULL || memo.slots == NULL)
+            PyErr_NoMemory();
+        free(episode_factor);
+        free(memo.slots);
+        scratch_free(&sc);
+        return NULL;
+    }
+    f_int n = (f_int)d, one = 1, info = 0;
     double unit = 1.0;
+    const double noise_divisor = sqrt(2.0 * rho); /* σ = Δ/√(2ρ), `gaussian_sigma` */
+    Py_ssize_t made = 0;
     int due = 0, failed = 0;
     for (; t < stop; t++) {
         if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
             break;
         if ((failed = factorise(a, n, sc.factor)) < 0)
             break;
-        if (in_episode > 0 && log_det(sc.factor, d, sc.logs) - log_det_tau > log_c) {
+        double current;
+        if (in_episode > 0 && (current = log_det(sc.factor, d, sc.logs)) - log_det_tau > log_c) {
+            /* the switch here, or before the round by the policy */
+            double smallest, sigma;
             due = 1;
-            break;
+            if (bitgen == NULL || made >= capacity)
+                break;
+            const uint64_t hash = episode_hash(a_ep, b_ep, d);
+            const EpisodeEntry *known = episode_slot(&memo, a_ep, b_ep, hash);
+            double sensitivity;
+            if (known->key != NULL) {
+                memcpy(sc.sample, known->key + d * d + d, sizeof(double) * (size_t)d);
+                sensitivity = known->sensitivity, sigma = known->sigma;
+            } else {
+                memcpy(episode_factor, a_ep, sizeof(double) * (size_t)(d * d));
+                dpotrf("L", &n, episode_factor, &n, &info, 1);
+                if (info != 0)
+                    break;
+                memcpy(sc.sample, b_ep, sizeof(double) * (size_t)d);
+                dpotrs("L", &n, &one, episode_factor, &n, sc.sample, &n, &info, 1);
+                if (info != 0 || lambda_min_of(a_ep, n, &smallest, &eigen) != 0
+                        || smallest == 0.0)
+                    break;
+                sensitivity = 1.0 / smallest;
+                if (!(sensitivity > 0.0 && sensitivity < INFINITY)
+                        || !calibration_inflate(sensitivity / noise_divisor, sensitivity,
+                                                (double)d, &sigma))
+                    break;
+                episode_remember(&memo, a_ep, b_ep, hash, sc.sample, sensitivity, sigma);
+            }
+            const int status = snapped_gaussian(sc.sample, d, sigma, bitgen);
+            if (status == RELEASE_OVERFLOW) {
+                failed = -1;
+                sampler_overflow();
+            }
+            if (status != RELEASE_MADE)
+                break;
+            due = 0;
+            double *row = records + 4 * made++;
+            row[0] = (double)t, row[1] = (double)in_episode, row[2] = sensitivity, row[3] = sigma;
+            memcpy(theta, sc.sample, sizeof(double) * (size_t)d);
+            log_det_tau = current;
+            in_episode = 0;
+            memcpy(a_ep, a_start, sizeof(double) * (size_t)(d * d));
+            memcpy(b_ep, b_start, sizeof(double) * (size_t)d);
         }
         npy_intp index;
         double r;
@@ -768,10 +1068,18 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
         add_reward(b_ep, x, r, d);
         in_episode++;
     }
+    episode_memo_clear(&memo);
+    free(memo.slots);
+    free(episode_factor);
+    eigen_work_free(&eigen);
     scratch_free(&sc);
-    if (failed)
+    PyObject *error = failed ? caught_error() : Py_NewRef(Py_None);
+    if (error == NULL)
         return NULL;
-    return Py_BuildValue("nnO", t, in_episode, due ? Py_True : Py_False);
+    PyObject *out = Py_BuildValue("nndnOO", t, in_episode, log_det_tau, made,
+                                  due && !failed ? Py_True : Py_False, error);
+    Py_DECREF(error);
+    return out;
 }
 
 /*
@@ -925,6 +1233,127 @@ static PyObject *run_tree(PyObject *self, PyObject *args)
     return Py_BuildValue("ni", t, why);
 }
 
+/*
+ * run_dgs(a, b, theta, tables, t, stop, alpha, scale, capsule, normals, normal_index)
+ * → (next t, next normal index, releases, last σ, whether Python must play round `next t`,
+ *    the exception that stopped the loop or None)
+ *
+ * Rounds of DGS-LinUCB (`DGSLinUCB.choose`, `observe`): θ̂ = A⁻¹b, Δ = 1/λ_min(A), the release
+ * θ̃ written to `theta`, the UCB arm for θ̃ with width α, then A and b updated.
+ * - exact noise (`capsule` the noise generator's, whose lock the caller holds): σ = the
+ *   calibration of Δ·scale for Δ (`calibration_inflate`), θ̃ = rint(θ̂/γ)·γ + γ·Z, Z discrete
+ *   Gaussian of integer σ/γ, as `snapped_release`;
+ * - numpy noise (`capsule` None): σ = scale/λ_min(A), θ̃ = θ̂ + σ·z, z the next row of `normals`
+ *   (the call returns when they run out).
+ * A round whose release leaves these exact paths (the calibration declines, λ_min is 0 or
+ * eigenvalues fail, a coordinate of θ̂ is beyond the snap limit or not finite) is not played:
+ * the call returns before it, for the policy's `choose`.
+ */
+static PyObject *run_dgs(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj, *b_obj, *theta_obj, *tables_obj, *capsule, *normals_obj;
+    Py_ssize_t t, stop, normal_index;
+    double alpha, scale;
+    Tables tb;
+    if (!PyArg_ParseTuple(args, "OOOOnnddOOn:run_dgs", &a_obj, &b_obj, &theta_obj,
+                          &tables_obj, &t, &stop, &alpha, &scale, &capsule, &normals_obj,
+                          &normal_index)
+            || bound("run_dgs") < 0 || tables_from(tables_obj, t, stop, &tb) < 0)
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, vec[1] = {d};
+    double *a = square(a_obj, "a", d, 1);
+    double *b = a ? doubles(b_obj, "b", 1, vec, 1) : NULL;
+    double *theta = b ? doubles(theta_obj, "theta", 1, vec, 1) : NULL;
+    if (theta == NULL)
+        return NULL;
+    bitgen_t *bitgen = NULL;
+    const double *normals = NULL;
+    npy_intp n_normals = 0;
+    if (bitgen_of(capsule, &bitgen) < 0)
+        return NULL;
+    if (bitgen == NULL) {
+        npy_intp any_d[2] = {-1, d};
+        if ((normals = doubles(normals_obj, "normals", 2, any_d, 0)) == NULL)
+            return NULL;
+        n_normals = PyArray_DIM((PyArrayObject *)normals_obj, 0);
+        if (normal_index < 0 || normal_index > n_normals) {
+            PyErr_Format(PyExc_ValueError, "normal_index = %zd is not allowed; must be in "
+                         "[0, %zd]", normal_index, (Py_ssize_t)n_normals);
+            return NULL;
+        }
+    }
+    Use own[4] = {{"a", a_obj, 1}, {"b", b_obj, 1}, {"theta", theta_obj, 1},
+                  {"normals", normals != NULL ? normals_obj : NULL, 0}};
+    Scratch sc;
+    EigenWork eigen;
+    if (apart_with(&tb, own, 4) < 0 || scratch_for(d, K, 1, &sc) < 0)
+        return NULL;
+    if (eigen_work_for(d, &eigen) < 0) {
+        scratch_free(&sc);
+        return NULL;
+    }
+    f_int n = (f_int)d, one = 1, info = 0;
+    double unit = 1.0, last_sigma = 0.0;
+    Py_ssize_t releases = 0;
+    int python_round = 0, failed = 0;
+    for (; t < stop; t++) {
+        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+            break;
+        if (bitgen == NULL && normal_index >= n_normals)
+            break;
+        if ((failed = factorise(a, n, sc.factor)) < 0)
+            break;
+        double *estimate = sc.sample; /* θ̂, then θ̃ (the UCB scores need no sample) */
+        memcpy(estimate, b, sizeof(double) * (size_t)d);
+        dpotrs("L", &n, &one, sc.factor, &n, estimate, &n, &info, 1);
+        if (info != 0) {
+            failed = lapack_failed("Cholesky solve", info);
+            break;
+        }
+        double smallest, sigma;
+        if (lambda_min_of(a, n, &smallest, &eigen) != 0 || smallest == 0.0) {
+            python_round = 1;
+            break;
+        }
+        if (bitgen != NULL) {
+            const double sensitivity = 1.0 / smallest;
+            const int made = exact_release(estimate, d, sensitivity * scale, sensitivity,
+                                           bitgen, &sigma);
+            if (made == RELEASE_OVERFLOW) {
+                failed = -1;
+                sampler_overflow();
+            }
+            python_round = made == RELEASE_DECLINED;
+            if (made != RELEASE_MADE)
+                break;
+        } else {
+            sigma = scale / smallest;
+            const double *z = normals + d * normal_index++;
+            for (npy_intp i = 0; i < d; i++)
+                estimate[i] += sigma * z[i];
+        }
+        memcpy(theta, estimate, sizeof(double) * (size_t)d);
+        last_sigma = sigma;
+        releases++;
+        npy_intp index;
+        double r;
+        if ((failed = ucb_pull(&tb, t, sc.factor, theta, alpha, &sc, &index, &r)) < 0)
+            break;
+        const double *x = tb.arms + (t * K + index) * d;
+        dsyr("L", &n, &unit, x, &one, a, &n, 1);
+        add_reward(b, x, r, d);
+    }
+    eigen_work_free(&eigen);
+    scratch_free(&sc);
+    PyObject *error = failed ? caught_error() : Py_NewRef(Py_None);
+    if (error == NULL)
+        return NULL;
+    PyObject *out = Py_BuildValue("nnndOO", t, normal_index, releases, last_sigma,
+                                  python_round ? Py_True : Py_False, error);
+    Py_DECREF(error);
+    return out;
+}
+
 /* ---- checks ----------------------------------------------------------------------------- */
 
 /*
@@ -1004,7 +1433,8 @@ static PyObject *log_det_of(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
-     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, error): scipy's f2py wrappers "
+     "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, dsyevx, error): scipy's f2py "
+     "wrappers "
      "of these routines (their `_cpointer` is called) and the exception a failed "
      "factorisation raises; checked on 2 x 2 problems."},
     {"run", run, METH_VARARGS,
@@ -1017,12 +1447,18 @@ static PyMethodDef methods[] = {
      "in_episode, growth_bound, mass, due): frozen rounds up to stop or the next switch."},
     {"run_episodic", run_episodic, METH_VARARGS,
      "run_episodic(a, a_episode, b_episode, theta, tables, t, stop, scale, in_episode, "
-     "log_det_tau, log_c) -> (t, in_episode, due): "
-     "zCDP-Episodic rounds up to stop or the next switch."},
+     "log_det_tau, log_c, a_start, b_start, rho, capsule, records) -> (t, in_episode, "
+     "log_det_tau, switches, due, error): zCDP-Episodic rounds, with their switches under "
+     "exact noise, up to stop or a switch the policy makes."},
     {"run_tree", run_tree, METH_VARARGS,
      "run_tree(released, base, shift, theta, tables, t, stop, scale, grid, limit, noises, "
      "ops, offsets) -> (t, why): JDP-LinUCB rounds up to stop, a V_t to floor (why 1) or a "
      "leaf for the tree's snap (why 2)."},
+    {"run_dgs", run_dgs, METH_VARARGS,
+     "run_dgs(a, b, theta, tables, t, stop, alpha, scale, capsule, normals, normal_index) -> "
+     "(t, normal_index, releases, last_sigma, python_round, error): DGS-LinUCB rounds with "
+     "their releases up to stop, the end of the normals, or a round only the policy can "
+     "play."},
     {"scores", scores_of, METH_VARARGS,
      "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "
      "as the loops make them."},

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
-from dpbandits.contract import Environment, ProblemInfo
+from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
 from dpbandits.linalg import cho_solve, lambda_min
 from dpbandits.params import Declaration
 from dpbandits.policies.linear_core import (
@@ -23,12 +23,14 @@ from dpbandits.policies.linear_core import (
     add_reward,
     ucb_index,
 )
+from dpbandits.policies.ridge_rounds import finish_round, play_dgs
 
 
 class DGSLinUCB(ZCDPMixin, LinearPolicy):
     """Per-step θ̂-perturbation, score xᵀθ̃_t + α‖x‖_{A_t⁻¹}."""
 
     name = "DGS-LinUCB"
+    plays_tables = True
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     private = True
     parameters: ClassVar[Declaration] = (*LinearPolicy.parameters, ALPHA, CONVERSION)
@@ -41,6 +43,7 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
         self.releases = 0
         self.last_sigma = 0.0
         self.released: tuple[int, np.ndarray] | None = None
+        self.theta_work = np.zeros(self.d)  # the compiled rounds' θ̃_t
 
     def begin(self, env: Environment) -> None:
         super().begin(env)
@@ -68,6 +71,16 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
             self.releases += 1
         theta = self.released[1]
         return ucb_index(arms, theta, factor, self.alpha)
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """The rounds with their releases in compiled code (`ridge_rounds.play_dgs`); a round it
+        leaves to the policy is played here as `choose` and `observe` play it."""
+        t = 0
+        while t < self.horizon:
+            t, python_round = play_dgs(self, tables, t)
+            if python_round:
+                finish_round(self, tables, t, self.select(t, tables.arms[t]))
+                t += 1
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)

@@ -150,6 +150,14 @@ class ZCDPEpisodic(_EpisodeBase):
         """Release the ended episode's noisy estimate and forget its data."""
         theta_hat, sensitivity, sigma = self.episode_estimate()
         self.theta_tilde = self.gaussian_release(theta_hat, sigma)
+        self.record_switch(t, self.in_episode, sensitivity, sigma)
+        self.in_episode = 0
+        self.A_ep = self.A_start.copy(order="F")
+        self.b_ep = self.b_start.copy()
+
+    def record_switch(self, t: int, rewards: int, sensitivity: float, sigma: float) -> None:
+        """The ledger entry and the records of the release at round t (`switch`, or the
+        compiled rounds' own) of an episode of `rewards` rewards."""
         self.sensitivities.append(sensitivity)
         episode = len(self.switches) + 1
         self.ledger.add("gaussian", "theta-hat of one episode", sensitivity=sensitivity,
@@ -158,12 +166,9 @@ class ZCDPEpisodic(_EpisodeBase):
                              "sigma = sensitivity/sqrt(2 rho); the episode's data are then "
                              "forgotten")
         self.switches.append(t)
-        self.release_rewards.append(self.in_episode)
+        self.release_rewards.append(rewards)
         self.sigmas.append(sigma)
         self.tau = t
-        self.in_episode = 0
-        self.A_ep = self.A_start.copy(order="F")
-        self.b_ep = self.b_start.copy()
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         self.add_to_gram(x)

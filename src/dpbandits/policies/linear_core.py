@@ -21,6 +21,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.linalg import cho_solve, cholesky, symmetric, widths
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
+from dpbandits.privacy import _exact
 from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.exact_noise import (
     Noise,
@@ -69,13 +70,21 @@ def snapped_release(noise: Noise, value: Any, sigma: float) -> np.ndarray:
 
 
 def inflate_exact(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
-    """`inflate_for_snapping(noise, σ, Δ, dim)`, its Fraction tests done on integers."""
-    # The same candidates σ′ in the same order: accept the first with σ′Δ ≥ σ(Δ + γ(σ′)r),
-    # r the float above √dim; else go to the float above σ(Δ + γr)/Δ, which int / int rounds
-    # correctly, as Fraction.__float__ does.
+    """`inflate_for_snapping(noise, σ, Δ, dim)`: compiled (`_exact.inflate`), or its Fraction
+    tests done on integers where the compiled arithmetic declines."""
     sigma, sensitivity = float(sigma), float(sensitivity)
     if (not noise.exact or not 0 < sensitivity < math.inf or not 0 < sigma < math.inf):
         return inflate_for_snapping(noise, sigma, sensitivity, dim)
+    value = _exact.inflate(sigma, sensitivity, dim)
+    return value if value is not None else inflate_integers(noise, sigma, sensitivity, dim)
+
+
+def inflate_integers(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
+    """`inflate_for_snapping` of exact noise for finite σ, Δ > 0, its Fraction tests done on
+    integers."""
+    # The same candidates σ′ in the same order: accept the first with σ′Δ ≥ σ(Δ + γ(σ′)r),
+    # r the float above √dim; else go to the float above σ(Δ + γr)/Δ, which int / int rounds
+    # correctly, as Fraction.__float__ does.
     sn, sd = sigma.as_integer_ratio()
     dn, dd = sensitivity.as_integer_ratio()
     rn, rd = math.nextafter(math.sqrt(dim), math.inf).as_integer_ratio()

@@ -16,6 +16,7 @@ from dpbandits.policies.linear_core import SNAP_LIMIT
 from dpbandits.scipy_kernels import blas, lapack
 
 if TYPE_CHECKING:
+    from dpbandits.policies.dgs_linucb import DGSLinUCB
     from dpbandits.policies.episodic_zcdp import ZCDPEpisodic, _SwitchingIncrement
     from dpbandits.policies.jdp_linucb import JDPLinUCB
     from dpbandits.policies.linear_core import LinearPolicy
@@ -25,7 +26,7 @@ MEAN_EVERY_ROUND, MEAN_KEPT, MEAN_ONCE = 0, 1, 2  # θ̂ = A⁻¹b each round, a
 AT_STOP, FLOOR, SNAP = 0, 1, 2  # why `play_tree` returned: see there
 
 _ridge.bind(lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs, blas.dsyr, blas.daxpy, blas.dtrsm,
-            blas.dtrsv, np.linalg.LinAlgError)
+            blas.dtrsv, lapack.dsyevx, np.linalg.LinAlgError)
 
 
 class Batch(NamedTuple):
@@ -76,13 +77,26 @@ def play_switching(policy: _SwitchingIncrement, tables: OutcomeTables, t: int) -
 
 
 def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[int, bool]:
-    """Rounds t, t + 1, … of zCDP-Episodic up to its horizon or the round at which its episode
-    ends: (that round, whether a switch is due there)."""
+    """Rounds t, t + 1, … of zCDP-Episodic up to its horizon or a switch the policy must make
+    (numpy noise: every switch), the switches made there recorded by the policy: (that round,
+    whether a switch is due there)."""
     start = t
-    t, policy.in_episode, due = _ridge.run_episodic(
-        policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables, t, policy.horizon,
-        policy.alpha, policy.in_episode, policy.log_det_tau, policy.log_c)
+    exact = policy.noise.exact
+    records = np.empty((policy.horizon - t if exact else 0, 4))
+    if exact:  # written in place by the compiled switches: the policy's own copy
+        policy.theta_tilde = policy.theta_tilde.copy()
+    bit_generator = policy.noise_rng.bit_generator
+    with bit_generator.lock:
+        t, policy.in_episode, policy.log_det_tau, made, due, error = _ridge.run_episodic(
+            policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables, t, policy.horizon,
+            policy.alpha, policy.in_episode, policy.log_det_tau, policy.log_c,
+            policy.A_start, policy.b_start, policy.rho,
+            bit_generator.capsule if exact else None, records)
     policy.gram_updated(t - start)
+    for switch_round, rewards, sensitivity, sigma in records[:made].tolist():
+        policy.record_switch(int(switch_round), int(rewards), sensitivity, sigma)
+    if error is not None:  # after the releases it made are in the ledger
+        raise error
     return t, due
 
 
@@ -96,6 +110,29 @@ def play_tree(policy: JDPLinUCB, tables: OutcomeTables, t: int, stop: int,
     grid = policy.leaf_grid
     return _ridge.run_tree(policy.released_sum, policy.base, policy.lam_theta0, theta, tables,
                            t, stop, policy.alpha, grid, SNAP_LIMIT * grid, *noise_ops)
+
+
+def play_dgs(policy: DGSLinUCB, tables: OutcomeTables, t: int) -> tuple[int, bool]:
+    """Rounds t, t + 1, … of DGS-LinUCB with their releases up to its horizon, the end of its
+    block of noise normals (numpy noise) or a round only its `choose` can play: (that round,
+    whether the policy must play it)."""
+    exact = policy.noise.exact
+    normals, index = (None, 0) if exact else policy.noise_normals.remaining()
+    bit_generator = policy.noise_rng.bit_generator
+    with bit_generator.lock:
+        t_next, index, releases, sigma, python_round, error = _ridge.run_dgs(
+            policy.A, policy.b, policy.theta_work, tables, t, policy.horizon, policy.alpha,
+            policy.scale, bit_generator.capsule if exact else None, normals, index)
+    if not exact:
+        policy.noise_normals.i = index
+    policy.gram_updated(t_next - t)
+    if releases:  # θ̃ of the last round that released
+        policy.releases += releases
+        policy.last_sigma = sigma
+        policy.released = (t + releases - 1, policy.theta_work.copy())
+    if error is not None:  # after the releases it made are counted
+        raise error
+    return t_next, python_round
 
 
 def finish_round(policy: LinearPolicy, tables: OutcomeTables, t: int, index: int) -> None:
