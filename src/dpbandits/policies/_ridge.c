@@ -387,6 +387,23 @@ static double *doubles(PyObject *object, const char *name, int ndim, const npy_i
     return (double *)PyArray_DATA(array);
 }
 
+/* A block of standard normal rows, (n, d) float64 C-ordered, whose row `index` (0 … n) is the
+ * next to use; its data and n, or NULL with an error. */
+static const double *normals_of(PyObject *object, npy_intp d, Py_ssize_t index, npy_intp *n)
+{
+    npy_intp any_d[2] = {-1, d};
+    const double *normals = doubles(object, "normals", 2, any_d, 0);
+    if (normals == NULL)
+        return NULL;
+    *n = PyArray_DIM((PyArrayObject *)object, 0);
+    if (index < 0 || index > *n) {
+        PyErr_Format(PyExc_ValueError, "normal_index = %zd is not allowed; must be in [0, %zd]",
+                     index, (Py_ssize_t)*n);
+        return NULL;
+    }
+    return normals;
+}
+
 /* A d×d float64 matrix in Fortran order (writable if asked), as the policies keep A. */
 static double *square(PyObject *object, const char *name, npy_intp d, int writable)
 {
@@ -769,17 +786,9 @@ static PyObject *run(PyObject *self, PyObject *args)
     }
     const double *normals = NULL;
     npy_intp n_normals = 0;
-    if (action == ACTION_TS) {
-        npy_intp any_d[2] = {-1, d};
-        if ((normals = doubles(normals_obj, "normals", 2, any_d, 0)) == NULL)
-            return NULL;
-        n_normals = PyArray_DIM((PyArrayObject *)normals_obj, 0);
-        if (normal_index < 0 || normal_index > n_normals) {
-            PyErr_Format(PyExc_ValueError, "normal_index = %zd is not allowed; must be in "
-                         "[0, %zd]", normal_index, (Py_ssize_t)n_normals);
-            return NULL;
-        }
-    }
+    if (action == ACTION_TS
+            && (normals = normals_of(normals_obj, d, normal_index, &n_normals)) == NULL)
+        return NULL;
     double *s = NULL;
     const npy_bool *include = NULL;
     if (batch > 0) {
@@ -1271,17 +1280,9 @@ static PyObject *run_dgs(PyObject *self, PyObject *args)
     npy_intp n_normals = 0;
     if (bitgen_of(capsule, &bitgen) < 0)
         return NULL;
-    if (bitgen == NULL) {
-        npy_intp any_d[2] = {-1, d};
-        if ((normals = doubles(normals_obj, "normals", 2, any_d, 0)) == NULL)
-            return NULL;
-        n_normals = PyArray_DIM((PyArrayObject *)normals_obj, 0);
-        if (normal_index < 0 || normal_index > n_normals) {
-            PyErr_Format(PyExc_ValueError, "normal_index = %zd is not allowed; must be in "
-                         "[0, %zd]", normal_index, (Py_ssize_t)n_normals);
-            return NULL;
-        }
-    }
+    if (bitgen == NULL
+            && (normals = normals_of(normals_obj, d, normal_index, &n_normals)) == NULL)
+        return NULL;
     Use own[4] = {{"a", a_obj, 1}, {"b", b_obj, 1}, {"theta", theta_obj, 1},
                   {"normals", normals != NULL ? normals_obj : NULL, 0}};
     Scratch sc;
