@@ -245,14 +245,11 @@ class _Stopped(Exception):
     """Raised by a signal handler while a compiled loop runs."""
 
 
-@pytest.mark.parametrize("name,params", [("zCDP-Episodic", {"c_trigger": 1.0}),
-                                         ("DGS-LinUCB", {})])
-def test_a_loop_stopped_by_an_exception_leaves_the_round_loops_state(
-        name: str, params: dict[str, Any]) -> None:
-    """An exception during a compiled call (a signal handler's, which the loop runs every 4096
-    rounds) stops it between rounds and is raised after the policy has recorded what the call
-    released: the ledger, statistics and generators are the round loop's after as many rounds."""
-    instance = build_instance({**POOLS[0], "horizon": 400_000})
+def _interrupted(name: str, params: dict[str, Any], horizon: int, delay: float
+                 ) -> tuple[Any, Any, int]:
+    """A strict run of the table rounds with a SIGALRM handler raising after `delay` s; the
+    policy, the round loop's after as many rounds as it played, and that number."""
+    instance = build_instance({**POOLS[0], "horizon": horizon})
     env = instance.environment(0)
 
     def begun() -> Any:
@@ -267,26 +264,70 @@ def test_a_loop_stopped_by_an_exception_leaves_the_round_loops_state(
     policy = begun()
     tables = runner.outcome_tables(policy, env)
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, 0.2)
+    signal.setitimer(signal.ITIMER_REAL, delay)
     try:
-        with pytest.raises(_Stopped):
-            policy.play_table(tables)
+        policy.play_table(tables)
+        signal.pause()  # the signal after the last round: raises here
+    except _Stopped:
+        pass
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     rounds = policy.gram_version
-    assert 0 < rounds < 400_000 and rounds % 4096 == 0
     reference = begun()
     reference_tables = runner.outcome_tables(reference, env)
     for t in range(rounds):
         finish_round(reference, reference_tables, t, reference.select(t, env.arms(t)))
+    assert tables.regret[:rounds].tobytes() == reference_tables.regret[:rounds].tobytes()
+    return policy, reference, rounds
+
+
+def _same_state(policy: Any, reference: Any) -> None:
     state = [snapshot({k: v for k, v in vars(p).items() if k not in CACHES})
              for p in (policy, reference)]
     assert state[0] == state[1]  # DGS-LinUCB's count of releases (its ledger's, at finish)
     assert policy.ledger.to_json() == reference.ledger.to_json()
+
+
+STOPPABLE = [("zCDP-Episodic", {"c_trigger": 1.0}), ("DGS-LinUCB", {})]
+
+
+def test_held_signals_are_those_a_handler_can_be_set_for() -> None:
+    """`hold_signals` blocks SIGINT, SIGTERM and SIGALRM but not a fault, and `restore_signals`
+    puts the mask back; anything but its own bytes is refused."""
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    previous = _ridge.hold_signals()
+    try:
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    finally:
+        _ridge.restore_signals(previous)
+    assert {signal.SIGINT, signal.SIGTERM, signal.SIGALRM} <= held
+    assert signal.SIGSEGV not in held and signal.SIGINT not in before
+    assert signal.pthread_sigmask(signal.SIG_BLOCK, []) == before
+    with pytest.raises(TypeError, match="previous is not allowed"):
+        _ridge.restore_signals(b"not a mask")
+
+
+@pytest.mark.parametrize("name,params", STOPPABLE)
+def test_a_loop_stopped_by_an_exception_leaves_the_round_loops_state(
+        name: str, params: dict[str, Any]) -> None:
+    """A signal during a long compiled call stops it between rounds (the loop looks every 4096
+    rounds), and its handler's exception is raised after the policy has recorded what the call
+    released: the ledger, statistics and generators are the round loop's after as many rounds."""
+    policy, reference, rounds = _interrupted(name, params, 400_000, 0.2)
+    assert 0 < rounds < 400_000 and rounds % 4096 == 0
+    _same_state(policy, reference)
     assert (len(policy.ledger.entries) if name == "zCDP-Episodic" else policy.releases) > 1000
-    assert (tables.regret[:rounds].tobytes()
-            == reference_tables.regret[:rounds].tobytes())
+
+
+@pytest.mark.parametrize("name,params", STOPPABLE)
+def test_a_signal_at_any_moment_leaves_every_release_recorded(
+        name: str, params: dict[str, Any]) -> None:
+    """Signals are held while a call runs and its releases are recorded: one that arrives after
+    the loop's last look, or while the policy writes the ledger, is handled after the records."""
+    for delay in (0.001, 0.002, 0.004, 0.008, 0.012, 0.02):
+        policy, reference, _ = _interrupted(name, params, 4000, delay)
+        _same_state(policy, reference)
 
 
 class TableEnvironment(RoundEnvironment):

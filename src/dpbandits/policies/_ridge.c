@@ -23,6 +23,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -703,6 +705,53 @@ static PyObject *sampler_overflow(void)
     return NULL;
 }
 
+/* Whether a signal this thread blocks is pending. Around `run_dgs` and `run_episodic` and the
+ * recording of what they release, the caller (`ridge_rounds.signals_held`) blocks the signals
+ * a handler can be set for: the loop stops between rounds when one arrives, and it is
+ * delivered (its handler runs) once the releases are recorded. */
+static int held_signal_pending(void)
+{
+    sigset_t blocked, pending;
+    if (pthread_sigmask(SIG_BLOCK, NULL, &blocked) != 0 || sigpending(&pending) != 0)
+        return 0;
+    for (int number = 1; number < NSIG; number++)
+        if (sigismember(&blocked, number) == 1 && sigismember(&pending, number) == 1)
+            return 1;
+    return 0;
+}
+
+/* hold_signals() → the thread's previous signal mask (bytes): block every signal a handler
+ * can be set for, but the faults a process raises on itself (`ridge_rounds.signals_held`). */
+static PyObject *hold_signals(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    const int faults[] = {SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS,
+                          SIGABRT};
+    sigset_t held, previous;
+    sigfillset(&held);
+    for (size_t k = 0; k < sizeof faults / sizeof faults[0]; k++)
+        sigdelset(&held, faults[k]);
+    if (pthread_sigmask(SIG_BLOCK, &held, &previous) != 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    return PyBytes_FromStringAndSize((const char *)&previous, sizeof previous);
+}
+
+/* restore_signals(previous): the signal mask `hold_signals` returned, back in force. */
+static PyObject *restore_signals(PyObject *self, PyObject *previous)
+{
+    (void)self;
+    if (!PyBytes_Check(previous) || PyBytes_GET_SIZE(previous) != (Py_ssize_t)sizeof(sigset_t)) {
+        PyErr_SetString(PyExc_TypeError, "previous is not allowed; must be what hold_signals "
+                        "returned");
+        return NULL;
+    }
+    sigset_t mask;
+    memcpy(&mask, PyBytes_AS_STRING(previous), sizeof mask);
+    if (pthread_sigmask(SIG_SETMASK, &mask, NULL) != 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_RETURN_NONE;
+}
+
 /* The exception set now, cleared and returned (a new reference, its traceback attached): a
  * loop that released something before it failed returns it beside what it did, so that the
  * policy records those releases before it raises. */
@@ -1017,7 +1066,8 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
     Py_ssize_t made = 0;
     int due = 0, failed = 0;
     for (; t < stop; t++) {
-        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+        if ((t & (SIGNAL_EVERY - 1)) == 0
+                && ((failed = PyErr_CheckSignals()) < 0 || held_signal_pending()))
             break;
         if ((failed = factorise(a, n, sc.factor)) < 0)
             break;
@@ -1298,7 +1348,8 @@ static PyObject *run_dgs(PyObject *self, PyObject *args)
     Py_ssize_t releases = 0;
     int python_round = 0, failed = 0;
     for (; t < stop; t++) {
-        if ((t & (SIGNAL_EVERY - 1)) == 0 && (failed = PyErr_CheckSignals()) < 0)
+        if ((t & (SIGNAL_EVERY - 1)) == 0
+                && ((failed = PyErr_CheckSignals()) < 0 || held_signal_pending()))
             break;
         if (bitgen == NULL && normal_index >= n_normals)
             break;
@@ -1460,6 +1511,11 @@ static PyMethodDef methods[] = {
      "(t, normal_index, releases, last_sigma, python_round, error): DGS-LinUCB rounds with "
      "their releases up to stop, the end of the normals, or a round only the policy can "
      "play."},
+    {"hold_signals", hold_signals, METH_NOARGS,
+     "hold_signals() -> the previous signal mask: block the signals a handler can be set for "
+     "(not the faults a process raises on itself)."},
+    {"restore_signals", restore_signals, METH_O,
+     "restore_signals(previous): put back the mask hold_signals returned."},
     {"scores", scores_of, METH_VARARGS,
      "scores(action, factor, arms, theta, scale, normal): one round's scores of the K arms, "
      "as the loops make them."},

@@ -6,6 +6,9 @@ policies call, so a round gives the Python round's bits (docs/architecture.md, "
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -48,6 +51,22 @@ class Played(NamedTuple):
     released: bool
 
 
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """The signals a handler can be set for held back (`_ridge.hold_signals`, in the main thread,
+    the only one where Python's handlers run) while a compiled loop releases and the policy
+    records its releases: the loop stops between rounds when one arrives, and it is delivered
+    on exit, after the records."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = _ridge.hold_signals()
+    try:
+        yield
+    finally:
+        _ridge.restore_signals(previous)
+
+
 def play_rounds(policy: LinearPolicy, tables: OutcomeTables, t: int, action: int, scale: float,
                 mean_rule: int, theta: np.ndarray, batch: Batch | None = None) -> Played:
     """Rounds t, t + 1, … of `policy` up to its horizon, the end of its block of exploration
@@ -86,15 +105,16 @@ def play_episodic(policy: ZCDPEpisodic, tables: OutcomeTables, t: int) -> tuple[
     if exact:  # written in place by the compiled switches: the policy's own copy
         policy.theta_tilde = policy.theta_tilde.copy()
     bit_generator = policy.noise_rng.bit_generator
-    with bit_generator.lock:
-        t, policy.in_episode, policy.log_det_tau, made, due, error = _ridge.run_episodic(
-            policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables, t, policy.horizon,
-            policy.alpha, policy.in_episode, policy.log_det_tau, policy.log_c,
-            policy.A_start, policy.b_start, policy.rho,
-            bit_generator.capsule if exact else None, records)
-    policy.gram_updated(t - start)
-    for switch_round, rewards, sensitivity, sigma in records[:made].tolist():
-        policy.record_switch(int(switch_round), int(rewards), sensitivity, sigma)
+    with signals_held() if exact else nullcontext():  # numpy noise: no switch made here
+        with bit_generator.lock:
+            t, policy.in_episode, policy.log_det_tau, made, due, error = _ridge.run_episodic(
+                policy.A, policy.A_ep, policy.b_ep, policy.theta_tilde, tables, t,
+                policy.horizon, policy.alpha, policy.in_episode, policy.log_det_tau,
+                policy.log_c, policy.A_start, policy.b_start, policy.rho,
+                bit_generator.capsule if exact else None, records)
+        policy.gram_updated(t - start)
+        for switch_round, rewards, sensitivity, sigma in records[:made].tolist():
+            policy.record_switch(int(switch_round), int(rewards), sensitivity, sigma)
     if error is not None:  # after the releases it made are in the ledger
         raise error
     return t, due
@@ -119,17 +139,19 @@ def play_dgs(policy: DGSLinUCB, tables: OutcomeTables, t: int) -> tuple[int, boo
     exact = policy.noise.exact
     normals, index = (None, 0) if exact else policy.noise_normals.remaining()
     bit_generator = policy.noise_rng.bit_generator
-    with bit_generator.lock:
-        t_next, index, releases, sigma, python_round, error = _ridge.run_dgs(
-            policy.A, policy.b, policy.theta_work, tables, t, policy.horizon, policy.alpha,
-            policy.scale, bit_generator.capsule if exact else None, normals, index)
-    if not exact:
-        policy.noise_normals.i = index
-    policy.gram_updated(t_next - t)
-    if releases:  # θ̃ of the last round that released
-        policy.releases += releases
-        policy.last_sigma = sigma
-        policy.released = (t + releases - 1, policy.theta_work.copy())
+    with signals_held():
+        with bit_generator.lock:
+            t_next, index, releases, sigma, python_round, error = _ridge.run_dgs(
+                policy.A, policy.b, policy.theta_work, tables, t, policy.horizon,
+                policy.alpha, policy.scale, bit_generator.capsule if exact else None, normals,
+                index)
+        if not exact:
+            policy.noise_normals.i = index
+        policy.gram_updated(t_next - t)
+        if releases:  # θ̃ of the last round that released
+            policy.releases += releases
+            policy.last_sigma = sigma
+            policy.released = (t + releases - 1, policy.theta_work.copy())
     if error is not None:  # after the releases it made are counted
         raise error
     return t_next, python_round
