@@ -3,7 +3,9 @@ bits as the select → pull → update loop, for every policy that plays tables.
 
 from __future__ import annotations
 
+import faulthandler
 import signal
+import threading
 import tracemalloc
 from typing import Any
 
@@ -290,6 +292,27 @@ def _same_state(policy: Any, reference: Any) -> None:
 
 
 STOPPABLE = [("zCDP-Episodic", {"c_trigger": 1.0}), ("DGS-LinUCB", {})]
+
+
+@pytest.mark.parametrize("name,params", STOPPABLE)
+def test_a_signal_the_thread_keeps_blocked_does_not_stall_the_loops(
+        name: str, params: dict[str, Any]) -> None:
+    """A signal pending all along because the thread blocks it itself: each call plays rounds
+    before it stops for it, so the run completes, with the round loop's bits."""
+    faulthandler.dump_traceback_later(120, exit=True)  # a stalled loop fails, not hangs
+    previous_handler = signal.signal(signal.SIGUSR1, lambda signum, frame: None)
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
+    try:
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+        assert signal.SIGUSR1 in signal.sigpending()
+        spec = {**POOLS[0], "horizon": 9000}
+        fast = play(name, params, spec, 0, "strict", tables=True)
+        assert signal.SIGUSR1 in signal.sigpending()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+        signal.signal(signal.SIGUSR1, previous_handler)
+        faulthandler.cancel_dump_traceback_later()
+    assert_same_bits(fast, play(name, params, spec, 0, "strict", tables=False))
 
 
 def test_held_signals_are_those_a_handler_can_be_set_for() -> None:

@@ -708,7 +708,8 @@ static PyObject *sampler_overflow(void)
 /* Whether a signal this thread blocks is pending. Around `run_dgs` and `run_episodic` and the
  * recording of what they release, the caller (`ridge_rounds.signals_held`) blocks the signals
  * a handler can be set for: the loop stops between rounds when one arrives, and it is
- * delivered (its handler runs) once the releases are recorded. */
+ * delivered (its handler runs) once the releases are recorded. A call plays at least one round
+ * first, so that a signal the thread keeps blocked itself cannot stop every call at once. */
 static int held_signal_pending(void)
 {
     sigset_t blocked, pending;
@@ -1065,9 +1066,10 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
     const double noise_divisor = sqrt(2.0 * rho); /* σ = Δ/√(2ρ), `gaussian_sigma` */
     Py_ssize_t made = 0;
     int due = 0, failed = 0;
+    const Py_ssize_t first = t; /* a call plays a round before it stops for a signal */
     for (; t < stop; t++) {
         if ((t & (SIGNAL_EVERY - 1)) == 0
-                && ((failed = PyErr_CheckSignals()) < 0 || held_signal_pending()))
+                && ((failed = PyErr_CheckSignals()) < 0 || (t > first && held_signal_pending())))
             break;
         if ((failed = factorise(a, n, sc.factor)) < 0)
             break;
@@ -1347,9 +1349,10 @@ static PyObject *run_dgs(PyObject *self, PyObject *args)
     double unit = 1.0, last_sigma = 0.0;
     Py_ssize_t releases = 0;
     int python_round = 0, failed = 0;
+    const Py_ssize_t first = t; /* a call plays a round before it stops for a signal */
     for (; t < stop; t++) {
         if ((t & (SIGNAL_EVERY - 1)) == 0
-                && ((failed = PyErr_CheckSignals()) < 0 || held_signal_pending()))
+                && ((failed = PyErr_CheckSignals()) < 0 || (t > first && held_signal_pending())))
             break;
         if (bitgen == NULL && normal_index >= n_normals)
             break;
