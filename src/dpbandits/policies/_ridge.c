@@ -111,12 +111,10 @@ static void *pointer_of(PyObject *object, const char *name)
 typedef struct {
     double *copy, *w, *z, *work;
     f_int *iwork, *ifail;
-    f_int n;
 } EigenWork;
 
 static int eigen_work_for(npy_intp d, EigenWork *e)
 {
-    e->n = (f_int)d;
     e->copy = malloc(sizeof(double) * (size_t)(d * d + d + 1 + 8 * d));
     e->iwork = malloc(sizeof(f_int) * (size_t)(6 * d));
     if (e->copy == NULL || e->iwork == NULL) {
@@ -594,7 +592,7 @@ enum { RELEASE_MADE = 0, RELEASE_DECLINED = 1, RELEASE_OVERFLOW = 2 };
 /* θ ← rint(θ/γ)·γ + γ·Z, Z discrete Gaussian of integer σ/γ (γ the grid of σ), as
  * `snapped_release(noise, θ, σ)` makes it (bitgen's lock held by the caller). RELEASE_DECLINED,
  * θ unchanged, where `snapped_release` takes its other path (a coordinate beyond 2^53·γ or not
- * finite); RELEASE_OVERFLOW if the sampler leaves its range. */
+ * finite); RELEASE_OVERFLOW, with its RuntimeError set, if the sampler leaves its range. */
 static int snapped_gaussian(double *theta, npy_intp d, double sigma, bitgen_t *bitgen)
 {
     const double gamma = calibration_grid(sigma), integer_sigma = ceil(sigma / gamma);
@@ -609,8 +607,10 @@ static int snapped_gaussian(double *theta, npy_intp d, double sigma, bitgen_t *b
     for (npy_intp i = 0; i < d; i++) {
         rsrc_t rs = {bitgen, 0, 0};
         int64_t z = 0;
-        if (dgauss(&rs, (uint64_t)integer_sigma, &z) != SAMPLE_OK)
+        if (dgauss(&rs, (uint64_t)integer_sigma, &z) != SAMPLE_OK) {
+            PyErr_SetString(PyExc_RuntimeError, SAMPLE_OVERFLOW_MESSAGE);
             return RELEASE_OVERFLOW;
+        }
         theta[i] = theta[i] * gamma + gamma * (double)z;
     }
     return RELEASE_MADE;
@@ -696,13 +696,6 @@ static void episode_remember(EpisodeMemo *m, const double *a, const double *b, u
     memcpy(e->key + d * d + d, theta_hat, sizeof(double) * (size_t)d);
     e->hash = hash, e->sensitivity = sensitivity, e->sigma = sigma;
     m->count++;
-}
-
-static PyObject *sampler_overflow(void)
-{
-    PyErr_SetString(PyExc_RuntimeError, "exact sampler left its representable range (an event "
-                    "of probability < exp(-2^31)); no value was returned");
-    return NULL;
 }
 
 /* Whether a signal this thread blocks is pending. Around `run_dgs` and `run_episodic` and the
@@ -1104,10 +1097,7 @@ static PyObject *run_episodic(PyObject *self, PyObject *args)
                 episode_remember(&memo, a_ep, b_ep, hash, sc.sample, sensitivity, sigma);
             }
             const int status = snapped_gaussian(sc.sample, d, sigma, bitgen);
-            if (status == RELEASE_OVERFLOW) {
-                failed = -1;
-                sampler_overflow();
-            }
+            failed = -(status == RELEASE_OVERFLOW);
             if (status != RELEASE_MADE)
                 break;
             due = 0;
@@ -1374,10 +1364,7 @@ static PyObject *run_dgs(PyObject *self, PyObject *args)
             const double sensitivity = 1.0 / smallest;
             const int made = exact_release(estimate, d, sensitivity * scale, sensitivity,
                                            bitgen, &sigma);
-            if (made == RELEASE_OVERFLOW) {
-                failed = -1;
-                sampler_overflow();
-            }
+            failed = -(made == RELEASE_OVERFLOW);
             python_round = made == RELEASE_DECLINED;
             if (made != RELEASE_MADE)
                 break;
@@ -1489,8 +1476,7 @@ static PyObject *log_det_of(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"bind", bind, METH_VARARGS,
      "bind(dpotrf, dpotrs, dtrtrs, dsyr, daxpy, dtrsm, dtrsv, dsyevx, error): scipy's f2py "
-     "wrappers "
-     "of these routines (their `_cpointer` is called) and the exception a failed "
+     "wrappers of these routines (their `_cpointer` is called) and the exception a failed "
      "factorisation raises; checked on 2 x 2 problems."},
     {"run", run, METH_VARARGS,
      "run(a, b, theta, tables, t, stop, action, scale, normals, normal_index, mean_rule, s, "

@@ -66,9 +66,7 @@ static int get_out(PyObject *obj, Py_buffer *view, Py_ssize_t itemsize, int want
 
 static PyObject *overflow_error(void)
 {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "exact sampler left its representable range (an event of probability "
-                    "< exp(-2^31)); no value was returned");
+    PyErr_SetString(PyExc_RuntimeError, SAMPLE_OVERFLOW_MESSAGE);
     return NULL;
 }
 

@@ -26,6 +26,10 @@ typedef struct bitgen {
 #define HUGE_FLOOR ((u128)1 << 63)
 
 enum { SAMPLE_OK = 0, SAMPLE_OVERFLOW = 1 };
+/* The one-line error of a SAMPLE_OVERFLOW, which the callers raise as RuntimeError. */
+#define SAMPLE_OVERFLOW_MESSAGE                                                          \
+    "exact sampler left its representable range (an event of probability < exp(-2^31)); " \
+    "no value was returned"
 
 /* Random bits for one output value: 64-bit words from next_uint64, handed out w bits at a
  * time (low bits first); a request that does not fit in what is left takes a fresh word and
