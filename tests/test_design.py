@@ -207,3 +207,60 @@ def test_a_step_from_g_equal_to_one_raises_as_python_does(tol: float) -> None:
 def test_compiled_design_refuses_other_arrays(points: np.ndarray) -> None:
     with pytest.raises(ValueError, match="points are not allowed"):
         _design.design(points, 0.01, 10, 1e-10)
+
+
+def numpy_draw(points: np.ndarray, tol: float, rng: np.random.Generator) -> int:
+    """Shuffle-GLM's draw in numpy: `rng.choice` of the clipped, normalised design weights."""
+    weights = np.clip(g_optimal_design(points, tol=tol), 0.0, None)
+    return int(rng.choice(points.shape[0], p=weights / weights.sum()))
+
+
+def test_draw_is_numpys_choice_from_the_design() -> None:
+    """The index and the generator's state after it, on random sets of any rank, against
+    `rng.choice` from the same state; a state one draw ahead picks another index in many
+    rounds (negative control)."""
+    rng = np.random.default_rng(11)
+    differ = 0
+    for seed in range(1500):
+        points = random_points(rng)
+        tol = float(rng.choice([1e-3, 0.01, 0.1]))
+        mine, numpys = np.random.default_rng(seed), np.random.default_rng(seed)
+        try:
+            expected = numpy_draw(points, tol, numpys)
+        except RuntimeError:  # g above 2k: the compiled draw leaves it to numpy
+            assert _design.draw(points, tol, 10_000, 1e-10, mine.bit_generator.capsule) is None
+            continue
+        index = _design.draw(points, tol, 10_000, 1e-10, mine.bit_generator.capsule)
+        assert index == expected
+        assert mine.bit_generator.state == numpys.bit_generator.state
+        numpys.random()
+        differ += numpy_draw(points, tol, numpys) != index
+    assert differ > 300
+
+
+@pytest.mark.parametrize("points", [np.zeros((3, 2)), np.array([[1.0, np.nan], [0.0, 1.0]]),
+                                    np.array([[np.inf, 0.0], [0.0, 1.0]])])
+def test_draw_leaves_refused_sets_to_numpy(points: np.ndarray) -> None:
+    """Sets `compute_design` refuses (all zero, not finite): None, and nothing drawn."""
+    rng = np.random.default_rng(3)
+    before = rng.bit_generator.state
+    assert _design.draw(points, 0.01, 10_000, 1e-10, rng.bit_generator.capsule) is None
+    assert rng.bit_generator.state == before
+    with pytest.raises(ConfigError):
+        numpy_draw(points, 0.01, rng)
+
+
+@pytest.mark.parametrize("tol", [0.0, 1.5, math.nan])
+def test_draw_leaves_a_refused_tolerance_to_numpy(tol: float) -> None:
+    rng = np.random.default_rng(3)
+    assert _design.draw(np.eye(2), tol, 10_000, 1e-10, rng.bit_generator.capsule) is None
+    with pytest.raises(ConfigError, match="tol"):
+        numpy_draw(np.eye(2), tol, rng)
+
+
+def test_draw_refuses_other_arguments() -> None:
+    rng = np.random.default_rng(3)
+    with pytest.raises(ValueError, match="points are not allowed"):
+        _design.draw(np.ones((4, 3))[:, ::2], 0.01, 10, 1e-10, rng.bit_generator.capsule)
+    with pytest.raises(TypeError, match="capsule is not allowed"):
+        _design.draw(np.eye(2), 0.01, 10, 1e-10, rng)

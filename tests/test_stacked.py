@@ -4,11 +4,13 @@ stand for: the same bits, and the same decisions, including where a decision is 
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from dpbandits import _stacked
+from dpbandits.links import expit, get_link
 from dpbandits.policies.private_glm import gen_eig_max_white, whitening
 from dpbandits.policies.shuffle_glm import ShuffleGLM
 from dpbandits.privacy.tree import clipped_eigh, gershgorin_short, symmetrised_shifted
@@ -159,7 +161,7 @@ def test_survivors_are_numpys(d: int) -> None:
 
 def test_survivors_follow_the_policys_own_elimination() -> None:
     """Through a Shuffle-GLM run's own state: the compiled and the numpy elimination keep the
-    same arms in every round of a batch."""
+    same arms, and give the same weights and design points, in every round of a batch."""
     from dpbandits.instances.glm import GLMInstance
     from dpbandits.policies import make_policy
 
@@ -173,6 +175,7 @@ def test_survivors_follow_the_policys_own_elimination() -> None:
         arms = env.arms(t)
         if policy.batch > 0:
             assert policy._survivors(arms).tolist() == policy.numpy_survivors(arms).tolist()
+            assert same_points(policy._points(arms), policy.numpy_points(arms))
             rounds += 1
         arm = policy.select(t, arms)
         policy.update(t, arms[arm], env.pull(t, arm)[0])
@@ -190,6 +193,67 @@ def test_survivors_leave_an_emptied_round_to_numpy() -> None:
         policy.numpy_survivors(arms)
     policy.theta, policy.gram_eig = policy.theta[:1], policy.gram_eig[:1]
     assert _stacked.survivors(arms, *policy.estimate_stacks()).tolist() == []
+
+
+def weighting_state(rng: np.random.Generator, batches: int, d: int, link: str) -> ShuffleGLM:
+    """`elimination_state` with what Shuffle-GLM's weights read: the link, R, S, the power of
+    κ in β(x) and whether the points scale by √w. γ up to 30 puts some widths above 2S, where
+    the cap decides."""
+    policy = elimination_state(rng, batches, d)
+    policy.gamma = rng.uniform(0.0, 30.0)
+    policy.link = get_link(link)
+    policy.problem = SimpleNamespace(S=rng.uniform(0.5, 3.0), R=rng.uniform(0.5, 2.0))
+    policy.beta_power = rng.choice([0.0, 0.5, 1.0])
+    policy.scale_sqrt = bool(rng.integers(2))
+    policy._estimates = (None, None, None, ())
+    return policy
+
+
+def same_points(found: tuple, expected: tuple) -> bool:
+    return (found[0].tolist() == expected[0].tolist()
+            and all(a.tobytes() == b.tobytes() for a, b in zip(found[1:], expected[1:],
+                                                               strict=True)))
+
+
+@pytest.mark.parametrize("link", ["logistic", "probit", "linear"])
+@pytest.mark.parametrize("d", [1, 3, 9])
+def test_shuffle_points_are_numpys(link: str, d: int) -> None:
+    """Survivors, weights and design points bit for bit on random rounds, capped widths
+    included; a one-ulp change of R changes the weights compared (negative control)."""
+    rng = np.random.default_rng(400 + d)
+    capped = differ = 0
+    for _ in range(300):
+        policy = weighting_state(rng, int(rng.integers(1, 5)), d, link)
+        arms = rng.standard_normal((int(rng.integers(1, 31)), d)) / math.sqrt(d)
+        found = policy._points(arms)
+        assert same_points(found, policy.numpy_points(arms))
+        vals, vecs = policy.gram_eig[0]
+        norm = np.sqrt(((arms[found[0]] @ vecs) ** 2 / vals).sum(axis=1))
+        capped += bool((policy.gamma * policy.kappa**policy.beta_power * norm
+                        > 2.0 * policy.problem.S).any())
+        policy.problem.R = np.nextafter(policy.problem.R, 10.0)
+        differ += not same_points(found, policy.numpy_points(arms))
+    assert capped > 50
+    assert differ > 100
+
+
+def test_shuffle_points_leave_an_emptied_round_to_numpy() -> None:
+    policy = weighting_state(np.random.default_rng(4), 2, 3, "logistic")
+    policy.theta[0][0] = np.nan
+    assert _stacked.shuffle_points(np.eye(3), *policy.estimate_stacks(), 1.0, 1.0, 1.0, 0,
+                                   expit, True) is None
+    with pytest.raises(ValueError):
+        policy.numpy_points(np.eye(3))
+
+
+def test_shuffle_points_refuse_another_link() -> None:
+    policy = weighting_state(np.random.default_rng(4), 2, 3, "logistic")
+    with pytest.raises(ValueError, match="link = 3 is not allowed"):
+        _stacked.shuffle_points(np.eye(3), *policy.estimate_stacks(), 1.0, 1.0, 1.0, 3,
+                                expit, True)
+    with pytest.raises(RuntimeError, match="not a numpy ufunc"):
+        _stacked.shuffle_points(np.eye(3), *policy.estimate_stacks(), 1.0, 1.0, 1.0, 0,
+                                len, True)
 
 
 def test_releases_leave_edge_cases_to_numpy() -> None:

@@ -17,6 +17,10 @@
  * - the rest are single IEEE operations in the order Python evaluates them (compiled with
  *   -ffp-contract=off: no fused multiply-add), with Python's ZeroDivisionError where its
  *   float division raises. Where the weights come out NaN, their NaNs' sign bits may differ.
+ *
+ * `draw` also makes `rng.choice(n, p=w / w.sum())` of the clipped weights, as Shuffle-GLM picks
+ * its action from the design: numpy's maximum and add loops, Generator.choice's checks, sums
+ * and one `random()` draw (tests/test_design.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -29,14 +33,16 @@
 #error "_design.c must be compiled without -ffast-math: its results are IEEE operations"
 #endif
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
+#include "numpy/random/bitgen.h"
 #include "numpy_loops.h"
 
 #define D sizeof(double)
 
-static Loop matmul_loop, solve_loop, cholesky_loop, svd_loop;
+static Loop matmul_loop, solve_loop, cholesky_loop, svd_loop, maximum_loop, add_loop;
 
 /* `matmul_with` numpy's matmul loop, b C-ordered (or a vector). */
 static void matmul(const double *a, npy_intp a_m, npy_intp a_n, npy_intp m, npy_intp n,
@@ -195,13 +201,9 @@ static int leverage_max(PyArrayObject *x_arr, const double *weights, double *y, 
     return 0;
 }
 
-static PyObject *design(PyObject *self, PyObject *args)
+/* The points argument: a C-contiguous native float64 array (n, d), n, d >= 1. */
+static PyArrayObject *points_of(PyObject *a_obj)
 {
-    PyObject *a_obj;
-    double tol, rank_tol;
-    Py_ssize_t max_iter;
-    if (!PyArg_ParseTuple(args, "Odnd:design", &a_obj, &tol, &max_iter, &rank_tol))
-        return NULL;
     PyArrayObject *a_arr = (PyArrayObject *)a_obj;
     if (!PyArray_Check(a_obj) || PyArray_TYPE(a_arr) != NPY_DOUBLE || PyArray_NDIM(a_arr) != 2
             || !PyArray_IS_C_CONTIGUOUS(a_arr) || !PyArray_ISALIGNED(a_arr)
@@ -211,6 +213,13 @@ static PyObject *design(PyObject *self, PyObject *args)
                         "native float64 array (n, d) with n, d >= 1");
         return NULL;
     }
+    return a_arr;
+}
+
+/* `design`'s (weights, basis, g, iterations) or None for checked points. */
+static PyObject *design_of(PyArrayObject *a_arr, double tol, Py_ssize_t max_iter,
+                           double rank_tol)
+{
     npy_intp n = PyArray_DIM(a_arr, 0), d = PyArray_DIM(a_arr, 1), p = n < d ? n : d;
     const double *a = (const double *)PyArray_DATA(a_arr);
     PyObject *result = NULL, *basis = NULL, *weights = NULL;
@@ -281,6 +290,101 @@ done:
     return result;
 }
 
+static PyObject *design(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj;
+    double tol, rank_tol;
+    Py_ssize_t max_iter;
+    if (!PyArg_ParseTuple(args, "Odnd:design", &a_obj, &tol, &max_iter, &rank_tol))
+        return NULL;
+    PyArrayObject *a_arr = points_of(a_obj);
+    return a_arr == NULL ? NULL : design_of(a_arr, tol, max_iter, rank_tol);
+}
+
+/* `Generator.choice(n, p=p)` for n >= 1 probabilities that pass its checks (else -1): the
+ * cumulative sums divided by the last, one `random()` draw u, and the first index whose sum
+ * exceeds u (`searchsorted(u, side="right")` on sums that never decrease). */
+static npy_intp choice(bitgen_t *bitgen, const double *p, npy_intp n, double *cdf)
+{
+    double total = p[0], carry = 0.0; /* numpy's Kahan sum of p, which must be 1 ± √eps */
+    int negative = p[0] < 0.0;
+    for (npy_intp i = 1; i < n; i++) {
+        double y = p[i] - carry, t = total + y;
+        carry = (t - total) - y;
+        total = t;
+        negative = negative || p[i] < 0.0;
+    }
+    if (negative || isnan(total) || fabs(total - 1.0) > sqrt(DBL_EPSILON))
+        return -1;
+    cdf[0] = p[0];
+    for (npy_intp i = 1; i < n; i++)
+        cdf[i] = cdf[i - 1] + p[i];
+    const double last = cdf[n - 1];
+    for (npy_intp i = 0; i < n; i++)
+        cdf[i] = cdf[i] / last;
+    const double u = bitgen->next_double(bitgen->state);
+    npy_intp i = 0;
+    while (i < n && !(u < cdf[i]))
+        i++;
+    return i;
+}
+
+/*
+ * draw(points, tol, max_iter, rank_tol, capsule) → int or None
+ */
+static PyObject *draw(PyObject *self, PyObject *args)
+{
+    PyObject *a_obj, *capsule;
+    double tol, rank_tol;
+    Py_ssize_t max_iter;
+    if (!PyArg_ParseTuple(args, "OdndO:draw", &a_obj, &tol, &max_iter, &rank_tol, &capsule))
+        return NULL;
+    PyArrayObject *a_arr = points_of(a_obj);
+    if (a_arr == NULL)
+        return NULL;
+    if (!PyCapsule_IsValid(capsule, "BitGenerator")) {
+        PyErr_SetString(PyExc_TypeError, "capsule is not allowed; must be "
+                        "rng.bit_generator.capsule");
+        return NULL;
+    }
+    bitgen_t *bitgen = (bitgen_t *)PyCapsule_GetPointer(capsule, "BitGenerator");
+    npy_intp n = PyArray_DIM(a_arr, 0);
+    if (!all_finite((const double *)PyArray_DATA(a_arr), n * PyArray_DIM(a_arr, 1))
+            || !(tol > 0.0 && tol <= 1.0))
+        Py_RETURN_NONE; /* `compute_design` refuses them */
+    PyObject *found = design_of(a_arr, tol, max_iter, rank_tol);
+    if (found == NULL || found == Py_None)
+        return found;
+    PyArrayObject *weights = (PyArrayObject *)PyTuple_GET_ITEM(found, 0);
+    npy_intp k = PyArray_DIM((PyArrayObject *)PyTuple_GET_ITEM(found, 1), 0);
+    double g = PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(found, 2));
+    if (k == 0 || g > (double)(2 * k) * (1 + 1e-9)) { /* `spanned`, `checked_g` raise */
+        Py_DECREF(found);
+        Py_RETURN_NONE;
+    }
+    double *work = PyMem_Malloc(D * (size_t)(2 * n));
+    if (work == NULL) {
+        Py_DECREF(found);
+        return PyErr_NoMemory();
+    }
+    /* p = np.clip(weights, 0.0, None) / its sum: numpy's maximum loop, its add loop as the
+     * reduction calls it (from 0.0), then one division each */
+    double *p = work, zero = 0.0, total = 0.0;
+    char *max_args[3] = {PyArray_DATA(weights), (char *)&zero, (char *)p};
+    npy_intp max_steps[3] = {D, 0, D}, add_steps[3] = {0, D, 0};
+    maximum_loop.function(max_args, &n, max_steps, maximum_loop.data);
+    char *add_args[3] = {(char *)&total, (char *)p, (char *)&total};
+    add_loop.function(add_args, &n, add_steps, add_loop.data);
+    Py_DECREF(found);
+    for (npy_intp i = 0; i < n; i++)
+        p[i] = p[i] / total;
+    npy_intp index = choice(bitgen, p, n, work + n);
+    PyMem_Free(work);
+    if (index < 0)
+        Py_RETURN_NONE; /* `Generator.choice` raises */
+    return PyLong_FromSsize_t((Py_ssize_t)index);
+}
+
 static PyMethodDef methods[] = {
     {"design", design, METH_VARARGS,
      "design(points, tol, max_iter, rank_tol) -> (weights, basis, g, iterations) or None: "
@@ -290,6 +394,12 @@ static PyMethodDef methods[] = {
      "or max_iter steps, and g recomputed by Cholesky; None where a decomposition is not "
      "finite (numpy's calls then raise or give their result). An all-zero set has an empty "
      "basis and no steps."},
+    {"draw", draw, METH_VARARGS,
+     "draw(points, tol, max_iter, rank_tol, capsule) -> int or None: the index that "
+     "`rng.choice(n, p=w / w.sum())` draws from rng.bit_generator.capsule (one random() "
+     "draw; hold the generator's lock), w = np.clip(weights, 0, None) of `design`'s weights; "
+     "None, drawing nothing, where `design.g_optimal_design` or the choice would raise or "
+     "`design` gives None."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -305,6 +415,8 @@ PyMODINIT_FUNC PyInit__design(void)
     const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
                               {linalg, "solve", 2, 1, &solve_loop},
                               {linalg, "cholesky_lo", 1, 1, &cholesky_loop},
-                              {linalg, "svd_s", 1, 3, &svd_loop}};
-    return find_loops(loops, 4) < 0 ? NULL : PyModule_Create(&module);
+                              {linalg, "svd_s", 1, 3, &svd_loop},
+                              {"numpy", "maximum", 2, 1, &maximum_loop},
+                              {"numpy", "add", 2, 1, &add_loop}};
+    return find_loops(loops, 6) < 0 ? NULL : PyModule_Create(&module);
 }

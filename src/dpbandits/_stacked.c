@@ -10,7 +10,10 @@
  *   (`gen_eig_max_white(H, W) > threshold`, Private-GLM's Criterion II).
  * For one trial (Shuffle-GLM, `policies/shuffle_glm.py`):
  * - `survivors`: successive elimination of a round's arms by a stack of batch estimates
- *   (`ShuffleGLM.numpy_survivors`).
+ *   (`ShuffleGLM.numpy_survivors`);
+ * - `shuffle_points`: the survivors, their weights and the points of their design
+ *   (`ShuffleGLM.numpy_points`); exp, minimum and the logistic link's expit are numpy's and
+ *   scipy's loops.
  *
  * Every number is the one numpy computes, by the same code, and every decision the one numpy's
  * numbers give (tests/test_stacked.py):
@@ -48,7 +51,8 @@
 #define MARGIN 1e-9 /* relative to the row's absolute sum: rounding is below 1e-14 there */
 #define LARGEST 0x1p1020 /* row sums above this are left to numpy (its order may overflow) */
 
-static Loop matmul_loop, add_loop, maximum_loop, eigh_loop, eigvalsh_loop;
+static Loop matmul_loop, add_loop, maximum_loop, minimum_loop, exp_loop, eigh_loop,
+    eigvalsh_loop;
 
 /* A float64 array of shape (n, d, d) (n = -1: any) whose matrices are C-ordered, aligned and
  * native; the stride between them in `stride`. */
@@ -292,63 +296,71 @@ static const double *doubles(PyObject *object, const char *name, int ndim, const
     return NULL;
 }
 
-static PyObject *survivors(PyObject *self, PyObject *args)
+/* The estimates of `survivors`, checked: J stacked (θ_j, vals_j, vecs_j, scale_j) in d. */
+typedef struct {
+    npy_intp J, vecs_step;
+    const double *thetas, *vals, *vecs, *scales;
+} Estimates;
+
+static int estimates_of(PyObject *thetas_obj, PyObject *vals_obj, PyObject *vecs_obj,
+                        PyObject *scales_obj, npy_intp d, Estimates *e)
 {
-    PyObject *arms_obj, *thetas_obj, *vals_obj, *vecs_obj, *scales_obj;
-    if (!PyArg_ParseTuple(args, "OOOOO:survivors", &arms_obj, &thetas_obj, &vals_obj,
-                          &vecs_obj, &scales_obj))
-        return NULL;
-    npy_intp any2[2] = {-1, -1};
-    const double *arms = doubles(arms_obj, "arms", 2, any2);
-    if (arms == NULL)
-        return NULL;
-    npy_intp K = PyArray_DIM((PyArrayObject *)arms_obj, 0);
-    npy_intp d = PyArray_DIM((PyArrayObject *)arms_obj, 1);
     npy_intp per_d[2] = {-1, d};
-    const double *thetas = doubles(thetas_obj, "thetas", 2, per_d);
-    if (thetas == NULL)
-        return NULL;
-    npy_intp J = PyArray_DIM((PyArrayObject *)thetas_obj, 0), vecs_step;
-    npy_intp j_d[2] = {J, d}, j_only[1] = {J};
-    const double *vals = doubles(vals_obj, "vals", 2, j_d);
-    const double *scales = vals ? doubles(scales_obj, "scales", 1, j_only) : NULL;
-    const double *vecs = scales ? stack(vecs_obj, "vecs", J, d, &vecs_step) : NULL;
-    if (vecs == NULL)
-        return NULL;
-    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
-    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 3 * K));
-    if (alive == NULL || work == NULL) {
-        PyMem_Free(alive);
-        PyMem_Free(work);
-        return PyErr_NoMemory();
+    if ((e->thetas = doubles(thetas_obj, "thetas", 2, per_d)) == NULL)
+        return -1;
+    e->J = PyArray_DIM((PyArrayObject *)thetas_obj, 0);
+    npy_intp j_d[2] = {e->J, d}, j_only[1] = {e->J};
+    e->vals = doubles(vals_obj, "vals", 2, j_d);
+    e->scales = e->vals ? doubles(scales_obj, "scales", 1, j_only) : NULL;
+    e->vecs = e->scales ? stack(vecs_obj, "vecs", e->J, d, &e->vecs_step) : NULL;
+    return e->vecs == NULL ? -1 : 0;
+}
+
+/* norm[r] = sqrt(((x @ vecs) ** 2 / vals).sum(axis=1))[r] for the m rows of x (p: m×d
+ * scratch): ‖x_r‖ in the metric of V⁻¹, V = vecs diag(vals) vecsᵀ. */
+static void inverse_norms(const double *x, npy_intp m, npy_intp d, const double *vecs,
+                          const double *vals, double *p, double *norm)
+{
+    matmul_with(&matmul_loop, x, d * D, D, m, d, vecs, d * D, D, d, 0, p); /* x @ vecs */
+    for (npy_intp r = 0; r < m; r++) {
+        double *row = p + r * d;
+        for (npy_intp b = 0; b < d; b++) {
+            double square = row[b] * row[b];
+            row[b] = square / vals[b];
+        }
+        double total = 0.0;
+        char *add_args[3] = {(char *)&total, (char *)row, (char *)&total};
+        npy_intp add_steps[3] = {0, D, 0};
+        add_loop.function(add_args, &d, add_steps, add_loop.data);
+        norm[r] = sqrt(total);
     }
+}
+
+/* Rows alive[0..m) of the K×d arms into x. */
+static void gather(const double *arms, npy_intp d, const npy_intp *alive, npy_intp m, double *x)
+{
+    for (npy_intp r = 0; r < m; r++)
+        memcpy(x + r * d, arms + alive[r] * d, sizeof(double) * (size_t)d);
+}
+
+/* Successive elimination of the K arms by the estimates (`ShuffleGLM.numpy_survivors`): the
+ * survivors' indices in alive[0..m), m returned, or -1 where no arm is left before an estimate
+ * (numpy's max of nothing raises). `work` holds 2Kd + 3K doubles. */
+static npy_intp eliminate(const double *arms, npy_intp K, npy_intp d, const Estimates *e,
+                          npy_intp *alive, double *work)
+{
     double *x = work, *p = x + K * d, *width = p + K * d, *centre = width + K, *low = centre + K;
     npy_intp m = K;
     for (npy_intp i = 0; i < K; i++)
         alive[i] = i;
-    int emptied = 0;
-    for (npy_intp j = 0; j < J && !emptied; j++) {
-        if (m == 0) { /* numpy's max of nothing raises: its own calls say so */
-            emptied = 1;
-            break;
-        }
+    for (npy_intp j = 0; j < e->J; j++) {
+        if (m == 0)
+            return -1;
+        gather(arms, d, alive, m, x);
+        inverse_norms(x, m, d, e->vecs + j * e->vecs_step, e->vals + j * d, p, width);
         for (npy_intp r = 0; r < m; r++)
-            memcpy(x + r * d, arms + alive[r] * d, sizeof(double) * (size_t)d);
-        matmul_with(&matmul_loop, x, d * D, D, m, d, vecs + j * vecs_step, d * D, D, d, 0,
-                    p); /* x @ vecs */
-        for (npy_intp r = 0; r < m; r++) { /* sqrt(((x @ vecs) ** 2 / vals).sum(axis=1)) */
-            double *row = p + r * d;
-            for (npy_intp b = 0; b < d; b++) {
-                double square = row[b] * row[b];
-                row[b] = square / vals[j * d + b];
-            }
-            double total = 0.0;
-            char *add_args[3] = {(char *)&total, (char *)row, (char *)&total};
-            npy_intp add_steps[3] = {0, D, 0};
-            add_loop.function(add_args, &d, add_steps, add_loop.data);
-            width[r] = scales[j] * sqrt(total);
-        }
-        matmul_with(&matmul_loop, x, d * D, D, m, d, thetas + j * d, D, 0, 1, 1,
+            width[r] = e->scales[j] * width[r];
+        matmul_with(&matmul_loop, x, d * D, D, m, d, e->thetas + j * d, D, 0, 1, 1,
                     centre); /* x @ theta */
         for (npy_intp r = 0; r < m; r++)
             low[r] = centre[r] - width[r];
@@ -359,11 +371,154 @@ static PyObject *survivors(PyObject *self, PyObject *args)
                 alive[kept++] = alive[r];
         m = kept;
     }
+    return m;
+}
+
+/* The (K, d) arms argument: C-contiguous native float64, K, d >= 1. */
+static const double *arms_of(PyObject *arms_obj, npy_intp *K, npy_intp *d)
+{
+    npy_intp any2[2] = {-1, -1};
+    const double *arms = doubles(arms_obj, "arms", 2, any2);
+    if (arms != NULL) {
+        *K = PyArray_DIM((PyArrayObject *)arms_obj, 0);
+        *d = PyArray_DIM((PyArrayObject *)arms_obj, 1);
+    }
+    return arms;
+}
+
+static PyObject *survivors(PyObject *self, PyObject *args)
+{
+    PyObject *arms_obj, *thetas_obj, *vals_obj, *vecs_obj, *scales_obj;
+    if (!PyArg_ParseTuple(args, "OOOOO:survivors", &arms_obj, &thetas_obj, &vals_obj,
+                          &vecs_obj, &scales_obj))
+        return NULL;
+    npy_intp K, d;
+    Estimates e;
+    const double *arms = arms_of(arms_obj, &K, &d);
+    if (arms == NULL || estimates_of(thetas_obj, vals_obj, vecs_obj, scales_obj, d, &e) < 0)
+        return NULL;
+    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
+    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 3 * K));
+    if (alive == NULL || work == NULL) {
+        PyMem_Free(alive);
+        PyMem_Free(work);
+        return PyErr_NoMemory();
+    }
+    npy_intp m = eliminate(arms, K, d, &e, alive, work);
     PyMem_Free(work);
-    PyObject *out = emptied ? Py_NewRef(Py_None) : PyArray_SimpleNew(1, &m, NPY_INTP);
+    PyObject *out = m < 0 ? Py_NewRef(Py_None) : PyArray_SimpleNew(1, &m, NPY_INTP);
     if (out != NULL && out != Py_None)
         memcpy(PyArray_DATA((PyArrayObject *)out), alive, sizeof(npy_intp) * (size_t)m);
     PyMem_Free(alive);
+    return out;
+}
+
+enum { LOGISTIC, PROBIT, LINEAR }; /* the links of `links.LINKS`, by the kind passed */
+
+static PyObject *expit_seen; /* the expit ufunc whose loop `expit_loop` is */
+static Loop expit_loop;
+
+/* μ̇(z) of the link for the m values z (in place), as `Link.dot` computes it: logistic
+ * p·(1 − p), p = expit(z) (the ufunc passed, scipy's); probit exp(−z²/2)/√(2π); linear 1. */
+static void link_dot(int link, double *z, double *scratch, npy_intp m)
+{
+    if (link == LOGISTIC) {
+        apply(&expit_loop, z, scratch, m);
+        for (npy_intp r = 0; r < m; r++)
+            z[r] = scratch[r] * (1.0 - scratch[r]);
+    } else if (link == PROBIT) {
+        const double root_two_pi = sqrt(2.0 * M_PI);
+        for (npy_intp r = 0; r < m; r++)
+            scratch[r] = -0.5 * (z[r] * z[r]);
+        apply(&exp_loop, scratch, z, m);
+        for (npy_intp r = 0; r < m; r++)
+            z[r] = z[r] / root_two_pi;
+    } else {
+        for (npy_intp r = 0; r < m; r++)
+            z[r] = 1.0;
+    }
+}
+
+/*
+ * shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, expit,
+ *                sqrt) → (alive, points, w) or None
+ */
+static PyObject *shuffle_points(PyObject *self, PyObject *args)
+{
+    PyObject *arms_obj, *thetas_obj, *vals_obj, *vecs_obj, *scales_obj, *expit_obj;
+    double width_scale, cap, reward_bound;
+    int link, take_sqrt;
+    if (!PyArg_ParseTuple(args, "OOOOOdddiOp:shuffle_points", &arms_obj, &thetas_obj,
+                          &vals_obj, &vecs_obj, &scales_obj, &width_scale, &cap, &reward_bound,
+                          &link, &expit_obj, &take_sqrt))
+        return NULL;
+    if (link < LOGISTIC || link > LINEAR) {
+        PyErr_Format(PyExc_ValueError, "link = %d is not allowed; must be 0 (logistic), 1 "
+                     "(probit) or 2 (linear)", link);
+        return NULL;
+    }
+    if (link == LOGISTIC && expit_obj != expit_seen) {
+        if (ufunc_loop(expit_obj, "expit", 1, 1, &expit_loop) < 0)
+            return NULL;
+        Py_XSETREF(expit_seen, Py_NewRef(expit_obj));
+    }
+    npy_intp K, d;
+    Estimates e;
+    const double *arms = arms_of(arms_obj, &K, &d);
+    if (arms == NULL || estimates_of(thetas_obj, vals_obj, vecs_obj, scales_obj, d, &e) < 0)
+        return NULL;
+    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
+    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 5 * K));
+    if (alive == NULL || work == NULL) {
+        PyMem_Free(alive);
+        PyMem_Free(work);
+        return PyErr_NoMemory();
+    }
+    npy_intp m = eliminate(arms, K, d, &e, alive, work);
+    PyObject *alive_arr = NULL, *points_arr = NULL, *w_arr = NULL, *out = NULL;
+    if (m < 0) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    npy_intp points_shape[2] = {m, d};
+    alive_arr = PyArray_SimpleNew(1, &m, NPY_INTP);
+    points_arr = PyArray_SimpleNew(2, points_shape, NPY_DOUBLE);
+    w_arr = PyArray_SimpleNew(1, &m, NPY_DOUBLE);
+    if (alive_arr == NULL || points_arr == NULL || w_arr == NULL)
+        goto done;
+    memcpy(PyArray_DATA((PyArrayObject *)alive_arr), alive, sizeof(npy_intp) * (size_t)m);
+    /* `ShuffleGLM._weights` of arms[alive]: μ̇(⟨x, θ̂₁⟩)/exp(R·min(2S, γκ^p‖x‖_{V₁⁻¹})) */
+    double *x = work, *p = x + K * d, *norm = p + K * d, *low = norm + K, *beta = low + K;
+    double *z = beta + K, *scratch = z + K;
+    double *w = (double *)PyArray_DATA((PyArrayObject *)w_arr);
+    gather(arms, d, alive, m, x);
+    inverse_norms(x, m, d, e.vecs, e.vals, p, norm);
+    for (npy_intp r = 0; r < m; r++)
+        norm[r] = width_scale * norm[r];
+    char *min_args[3] = {(char *)&cap, (char *)norm, (char *)low};
+    npy_intp min_steps[3] = {0, D, D};
+    minimum_loop.function(min_args, &m, min_steps, minimum_loop.data);
+    for (npy_intp r = 0; r < m; r++)
+        low[r] = reward_bound * low[r];
+    apply(&exp_loop, low, beta, m);
+    matmul_with(&matmul_loop, x, d * D, D, m, d, e.thetas, D, 0, 1, 1, z); /* x @ θ̂₁ */
+    link_dot(link, z, scratch, m);
+    for (npy_intp r = 0; r < m; r++)
+        w[r] = z[r] / beta[r];
+    /* the design points: sqrt(w) (or w) times each survivor */
+    double *points = (double *)PyArray_DATA((PyArrayObject *)points_arr);
+    for (npy_intp r = 0; r < m; r++) {
+        double scale = take_sqrt ? sqrt(w[r]) : w[r];
+        for (npy_intp b = 0; b < d; b++)
+            points[r * d + b] = scale * x[r * d + b];
+    }
+    out = PyTuple_Pack(3, alive_arr, points_arr, w_arr);
+done:
+    PyMem_Free(work);
+    PyMem_Free(alive);
+    Py_XDECREF(alive_arr);
+    Py_XDECREF(points_arr);
+    Py_XDECREF(w_arr);
     return out;
 }
 
@@ -380,6 +535,12 @@ static PyMethodDef methods[] = {
      "above(h, w, threshold) -> bool array or None: whether the largest eigenvalue of "
      "0.5·(M + Mᵀ), M = WᵀHW, is above the threshold, for each pair of the stacks; None if one "
      "computed is not finite."},
+    {"shuffle_points", shuffle_points, METH_VARARGS,
+     "shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, "
+     "expit, sqrt) -> (alive, points, w) or None: `survivors` of the arms, their weights "
+     "w = μ̇(x·thetas[0])/exp(reward_bound·min(cap, width_scale·‖x‖_{V_0⁻¹})) for link 0 "
+     "(logistic, μ̇ from the ufunc `expit`), 1 (probit) or 2 (linear), and the design points "
+     "sqrt(w)·x (w·x when sqrt is false); None where `survivors` gives None."},
     {"survivors", survivors, METH_VARARGS,
      "survivors(arms, thetas, vals, vecs, scales) -> intp array or None: the arms (K, d) "
      "kept by successive elimination with estimate j (thetas[j], V_j = vecs[j] diag(vals[j]) "
@@ -400,7 +561,9 @@ PyMODINIT_FUNC PyInit__stacked(void)
     const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
                               {"numpy", "add", 2, 1, &add_loop},
                               {"numpy", "maximum", 2, 1, &maximum_loop},
+                              {"numpy", "minimum", 2, 1, &minimum_loop},
+                              {"numpy", "exp", 1, 1, &exp_loop},
                               {linalg, "eigh_lo", 1, 2, &eigh_loop},
                               {linalg, "eigvalsh_lo", 1, 1, &eigvalsh_loop}};
-    return find_loops(loops, 5) < 0 ? NULL : PyModule_Create(&module);
+    return find_loops(loops, 7) < 0 ? NULL : PyModule_Create(&module);
 }

@@ -11,6 +11,7 @@ from dpbandits import _design, small_linalg
 from dpbandits.errors import ConfigError
 
 RANK_TOL = 1e-10
+MAX_ITER = 10_000  # Frank–Wolfe steps at most
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
 
 
 def frank_wolfe(
-    x: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
+    x: np.ndarray, *, tol: float = 0.01, max_iter: int = MAX_ITER
 ) -> tuple[np.ndarray, float, int]:
     """Fedorov–Wynn / Frank–Wolfe on log det V(π) with exact line search.
 
@@ -131,7 +132,7 @@ def check_points(points: np.ndarray, *, max_norm: float | None = 1.0) -> np.ndar
 
 
 def compute_design(
-    points: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000, max_norm: float | None = 1.0
+    points: np.ndarray, *, tol: float = 0.01, max_iter: int = MAX_ITER, max_norm: float | None = 1.0
 ) -> Design:
     """G-optimal design on the span of the rows of `points`: projection, then Frank–Wolfe.
 
@@ -151,7 +152,7 @@ def compute_design(
                   iterations=iterations)
 
 
-def numpy_design(a: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000) -> Design:
+def numpy_design(a: np.ndarray, *, tol: float = 0.01, max_iter: int = MAX_ITER) -> Design:
     """`compute_design` on checked points, in numpy: `span_basis`, then `frank_wolfe`."""
     basis = spanned(span_basis(a))
     weights, g, iterations = frank_wolfe(a @ basis.T, tol=tol, max_iter=max_iter)
@@ -159,7 +160,7 @@ def numpy_design(a: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000) ->
 
 
 def g_optimal_design(
-    points: np.ndarray, *, tol: float = 0.01, max_iter: int = 10_000
+    points: np.ndarray, *, tol: float = 0.01, max_iter: int = MAX_ITER
 ) -> np.ndarray:
     """Weights π over the rows with max_a ||a||²_{V(π)^+} ≤ (1 + tol)·k ≤ 2k, k = rank.
 

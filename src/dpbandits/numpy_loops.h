@@ -12,13 +12,10 @@ typedef struct {
     void *data;
 } Loop;
 
-/* The loop of ufunc `<module>.<name>` (numpy or one of its modules, such as
- * `numpy.linalg._umath_linalg`) whose `nin` inputs and `nout` outputs are all float64. */
-static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop *loop)
+/* The float64 loop of `object`, which must be a numpy ufunc (`name` for the errors) whose
+ * `nin` inputs and `nout` outputs are all float64; the object is borrowed. */
+static int ufunc_loop(PyObject *object, const char *name, int nin, int nout, Loop *loop)
 {
-    PyObject *object = PyObject_GetAttrString(module, name);
-    if (object == NULL)
-        return -1;
     PyObject *numpy = PyImport_ImportModule("numpy");
     PyObject *ufunc_type = numpy == NULL ? NULL : PyObject_GetAttrString(numpy, "ufunc");
     Py_XDECREF(numpy);
@@ -26,7 +23,6 @@ static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop
                    && PyObject_TypeCheck(object, (PyTypeObject *)ufunc_type);
     Py_XDECREF(ufunc_type);
     if (!is_ufunc) {
-        Py_DECREF(object);
         if (!PyErr_Occurred())
             PyErr_Format(PyExc_RuntimeError, "%s is not a numpy ufunc", name);
         return -1;
@@ -41,16 +37,26 @@ static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop
             continue;
         loop->function = ufunc->functions[k];
         loop->data = ufunc->data == NULL ? NULL : ufunc->data[k];
-        Py_DECREF(object);
         if (loop->function == NULL) {
             PyErr_Format(PyExc_RuntimeError, "%s's float64 loop is not available", name);
             return -1;
         }
         return 0;
     }
-    Py_DECREF(object);
     PyErr_Format(PyExc_RuntimeError, "%s has no float64 loop", name);
     return -1;
+}
+
+/* The loop of ufunc `<module>.<name>` (numpy or one of its modules, such as
+ * `numpy.linalg._umath_linalg`) whose `nin` inputs and `nout` outputs are all float64. */
+static int find_loop(PyObject *module, const char *name, int nin, int nout, Loop *loop)
+{
+    PyObject *object = PyObject_GetAttrString(module, name);
+    if (object == NULL)
+        return -1;
+    int status = ufunc_loop(object, name, nin, nout, loop);
+    Py_DECREF(object);
+    return status;
 }
 
 /* A loop to find: ufunc `name` of module `module` ("numpy", "numpy.linalg._umath_linalg"). */

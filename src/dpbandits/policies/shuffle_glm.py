@@ -16,12 +16,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits import _stacked
+from dpbandits import _design, _stacked
 from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import ProblemInfo
-from dpbandits.design import g_optimal_design
+from dpbandits.design import MAX_ITER as DESIGN_MAX_ITER
+from dpbandits.design import RANK_TOL, g_optimal_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.links import get_link
+from dpbandits.links import expit, get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
@@ -38,6 +39,7 @@ from dpbandits.privacy.vector_sum import (
 
 GROWTH_RULES = ("sqrt", "linear")
 LAMBDA_BANDS = ("sigma", "kappa_star")
+LINK_KINDS = {"logistic": 0, "probit": 1, "linear": 2}  # `_stacked.shuffle_points`' link
 
 
 def n_batches_default(horizon: int) -> int:
@@ -228,15 +230,35 @@ class ShuffleGLM(Policy):
         beta = np.exp(self.problem.R * np.minimum(2.0 * self.problem.S, width))
         return self.link.dot(arms @ self.theta[0]) / beta
 
-    def _survivors(self, arms: np.ndarray) -> np.ndarray:
-        """Successive elimination with every earlier batch's estimate (paper Sec. 5), compiled
-        (`_stacked.survivors`, the bits of `numpy_survivors`: tests/test_stacked.py)."""
+    def _stacks(self) -> tuple[np.ndarray, ...]:
+        """`estimate_stacks`, made again only once an estimate or a width constant changes."""
         theta, gram_eig, sizes, stacks = self._estimates
         now = (len(self.theta), len(self.gram_eig), self.gamma, self.kappa, self.elim_power)
         if not (theta is self.theta and gram_eig is self.gram_eig and sizes == now):
             self._estimates = (self.theta, self.gram_eig, now, self.estimate_stacks())
-        kept = _stacked.survivors(np.ascontiguousarray(arms, dtype=float), *self._estimates[3])
+        return self._estimates[3]
+
+    def _survivors(self, arms: np.ndarray) -> np.ndarray:
+        """Successive elimination with every earlier batch's estimate (paper Sec. 5), compiled
+        (`_stacked.survivors`, the bits of `numpy_survivors`: tests/test_stacked.py)."""
+        kept = _stacked.survivors(np.ascontiguousarray(arms, dtype=float), *self._stacks())
         return self.numpy_survivors(arms) if kept is None else kept
+
+    def _points(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(survivors, their design points, their weights w), compiled (`_stacked.
+        shuffle_points`, the bits of `numpy_points`: tests/test_stacked.py)."""
+        found = _stacked.shuffle_points(
+            np.ascontiguousarray(arms, dtype=float), *self._stacks(),
+            self.gamma * self.kappa**self.beta_power, 2.0 * self.problem.S, self.problem.R,
+            LINK_KINDS[self.link.name], expit, self.scale_sqrt)
+        return self.numpy_points(arms) if found is None else found
+
+    def numpy_points(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`_points` in numpy: the survivors x, w(x), and √w(x)·x (w(x)·x without scale_sqrt)."""
+        alive = self._survivors(arms)
+        w = self._weights(arms[alive])
+        scale = np.sqrt(w) if self.scale_sqrt else w
+        return alive, scale[:, None] * arms[alive], w
 
     def estimate_stacks(self) -> tuple[np.ndarray, ...]:
         """The batch estimates θ̂_j, the eigen-pairs of V_j and the width scales γκ^p (j = 0)
@@ -258,8 +280,18 @@ class ShuffleGLM(Policy):
         return alive
 
     def _design_choice(self, points: np.ndarray) -> int:
+        """An action drawn from the G-optimal design on the points, compiled (`_design.draw`,
+        the draw of `numpy_choice`: tests/test_design.py)."""
         if points.shape[0] == 1:
             return 0
+        generator = self.rng.bit_generator
+        with generator.lock:
+            index = _design.draw(np.ascontiguousarray(points, dtype=float), self.design_tol,
+                                 DESIGN_MAX_ITER, RANK_TOL, generator.capsule)
+        return self.numpy_choice(points) if index is None else index
+
+    def numpy_choice(self, points: np.ndarray) -> int:
+        """`_design_choice` in numpy."""
         weights = np.clip(g_optimal_design(points, tol=self.design_tol), 0.0, None)
         return int(self.rng.choice(points.shape[0], p=weights / weights.sum()))
 
@@ -272,11 +304,9 @@ class ShuffleGLM(Policy):
         if self.batch == 0:
             self._w_next = 1.0
             return self._design_choice(arms)
-        alive = self._survivors(arms)
+        alive, points, w = self._points(arms)
         self.kept_counts.append(alive.size)
-        w = self._weights(arms[alive])
-        scale = np.sqrt(w) if self.scale_sqrt else w
-        i = self._design_choice(scale[:, None] * arms[alive])
+        i = self._design_choice(points)
         self._w_next = float(w[i])
         return int(alive[i])
 

@@ -469,9 +469,10 @@ class StackedTrees:
     is bit for bit its own (`MatrixTree.update`, `query_raw`, `query_eigh`, `query`).
 
     The trees must have noise drawn eagerly at construction and the same cover, horizon, shape,
-    σ, noise kind, shift, floor and count (`accepts`). ab8fd16's cover adds node sums from zero
-    in cover order, as one tree's `sum(axis=0)` does for matrices of dim ≥ 2 (for dim = 1 numpy
-    sums that axis pairwise, so those trees are not stacked).
+    σ, noise kind, shift, floor and count (`accepts`). ab8fd16's cover sums the node sums over the
+    node axis, which numpy adds from zero in cover order for matrices of dim ≥ 2, as one tree's
+    `sum(axis=0)` does (for dim = 1 numpy sums that axis pairwise, so those trees are not
+    stacked).
     """
 
     def __init__(self, trees: list[MatrixTree]) -> None:
@@ -521,10 +522,7 @@ class StackedTrees:
     def _data_sum(self) -> np.ndarray:
         if self.node_sums is None:
             return self.prefix
-        total = np.zeros_like(self.prefix)
-        for node in query_nodes(self.count, self.height, self.cover_kind):
-            total += self.node_sums[:, node]
-        return total
+        return self.node_sums[:, query_nodes(self.count, self.height, self.cover_kind)].sum(axis=1)
 
     def query_raw(self) -> np.ndarray:
         """Every tree's `query_raw`."""
