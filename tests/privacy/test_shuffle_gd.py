@@ -9,8 +9,16 @@ import pytest
 from scipy.optimize import minimize
 
 from dpbandits.links import get_link
-from dpbandits.privacy.shuffle_gd import gd_iterations, gradient_bound, shuffle_gd
+from dpbandits.privacy import _shuffle
+from dpbandits.privacy import shuffle_gd as shuffle_gd_module
+from dpbandits.privacy.shuffle_gd import (
+    compiled_steps,
+    gd_iterations,
+    gradient_bound,
+    shuffle_gd,
+)
 from dpbandits.privacy.split import compose
+from dpbandits.privacy.vector_sum import EXACT_BINOMIAL_MAX, blanket_deviation
 
 LOGISTIC = get_link("logistic")
 
@@ -66,3 +74,88 @@ def test_huge_epsilon_approaches_the_regularised_mle() -> None:
     assert 0 <= gap <= 2 * 3.0 * out.grad_bound / math.sqrt(out.iterations)
     assert gap < 0.02 * (objective(np.zeros(3))[0] - objective(mle)[0]) / n
     assert np.linalg.norm(out.theta - mle) < 0.1 * np.linalg.norm(mle)
+
+
+def numpy_gd(monkeypatch: pytest.MonkeyPatch, *args: object, **kwargs: object) -> object:
+    """`shuffle_gd` with every iteration made by its numpy loop."""
+    with monkeypatch.context() as patch:
+        patch.setattr(shuffle_gd_module, "compiled_steps",
+                      lambda X, y, theta, *rest: (theta, 0))
+        return shuffle_gd(*args, **kwargs)
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+def test_compiled_iterations_are_the_numpy_loops(monkeypatch: pytest.MonkeyPatch,
+                                                 family: str) -> None:
+    """θ̂ bit for bit and the generator's state after it, with estimates on and off the ball's
+    edge, start points, both step rules, both vector-summation constants and blanket counts
+    drawn in chunks; a generator one draw ahead gives another θ̂ (negative control)."""
+    link, rng = get_link(family), np.random.default_rng(20)
+    projected, chunked = 0, []
+    for case in range(24):
+        d, n = int(rng.integers(1, 6)), int(rng.integers(20, 400))
+        x, y = _data(rng, rng.normal(size=d), n)
+        kwargs = {"S": float(rng.choice([0.05, 2.0])), "epsilon": float(rng.choice([1.0, 8.0])),
+                  "delta": 0.01, "lam_max": float(rng.uniform(1.0, 50.0)), "R": 1.0,
+                  "theta0": rng.normal(size=d) if case % 2 else None,
+                  "step_rule": ["Lg", "paper_L"][case % 3 == 0],
+                  "c_b": [1.0, 64.0, 1e10][case % 4 == 0 or 2 * (case % 6 == 1)],
+                  "log_arg": ["practical", "theory"][case % 5 == 0]}
+        mine, numpys = np.random.default_rng(case), np.random.default_rng(case)
+        made: list[int] = []
+
+        def counted(*args: object, made: list[int] = made) -> tuple[np.ndarray, int]:
+            found = compiled_steps(*args)
+            made.append(found[1])
+            return found
+
+        def blanket(trials: int, *args: object) -> np.ndarray:
+            chunked.append(trials > EXACT_BINOMIAL_MAX)
+            return blanket_deviation(trials, *args)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(shuffle_gd_module, "compiled_steps", counted)
+            patch.setattr(shuffle_gd_module, "blanket_deviation", blanket)
+            out = shuffle_gd(x, y, link, rng=mine, **kwargs)
+        expected = numpy_gd(monkeypatch, x, y, link, rng=numpys, **kwargs)
+        assert made == [out.iterations] and out.iterations > 1  # all made compiled
+        assert out.theta.tobytes() == expected.theta.tobytes()
+        assert mine.bit_generator.state == numpys.bit_generator.state
+        projected += kwargs["S"] == 0.05
+        ahead = np.random.default_rng(case)
+        ahead.random()
+        assert shuffle_gd(x, y, link, rng=ahead, **kwargs).theta.tobytes() != out.theta.tobytes()
+    assert projected > 5 and any(chunked) and not all(chunked)
+
+
+def test_compiled_iterations_leave_nan_gradients_to_numpy() -> None:
+    """A NaN reward makes the first iteration's gradients NaN: no iteration is made, nothing
+    is drawn and the total is untouched (the numpy loop then makes them all)."""
+    x = np.eye(3)
+    y = np.array([0.0, np.nan, 1.0])
+    rng = np.random.default_rng(1)
+    before, total = rng.bit_generator.state, np.zeros(3)
+    theta, done = _shuffle.gd_steps(x, y, np.zeros(3), total, 5, 0.1, 0.5, 1.0, 2.0, 4,
+                                    LOGISTIC.mean, rng, lambda: np.zeros(3))
+    assert done == 0 and theta.tolist() == [0.0, 0.0, 0.0] and total.tolist() == [0.0] * 3
+    assert rng.bit_generator.state == before
+
+
+def test_compiled_iterations_refuse_other_arguments() -> None:
+    rng = np.random.default_rng(1)
+    x, y = np.eye(3), np.zeros(3)
+    def blanket() -> np.ndarray:
+        return np.zeros(3)
+
+    with pytest.raises(ValueError, match="total is not allowed"):
+        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(2), 5, 0.1, 0.5, 1.0, 2.0, 4, None, rng,
+                          blanket)
+    with pytest.raises(ValueError, match="g, bound are not allowed"):
+        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 0, None, rng,
+                          blanket)
+    with pytest.raises(TypeError, match="rng is not allowed"):
+        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 4, None,
+                          rng.bit_generator, blanket)
+    with pytest.raises(ValueError, match="blanket is not allowed"):
+        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 4, None, rng,
+                          lambda: np.zeros(2))

@@ -6,6 +6,7 @@ As used by the Private-GLM paper, Appendices E ("Convention bridging") and U; do
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -20,6 +21,8 @@ from dpbandits.privacy.vector_sum import (
     CB_THEORY,
     MAX_EPSILON,
     VectorSumParams,
+    blanket_deviation,
+    compiled_rows,
     vector_sum,
     vector_sum_params,
 )
@@ -82,13 +85,36 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
                           f"{', '.join(STEP_RULES)}")
     params = vector_sum_params(n, d, lg, eps_i, delta_i, c_b=c_b, log_arg=log_arg)
     total = np.zeros(d)
-    for _ in range(iters):
+    theta, done = compiled_steps(X, y, theta, total, iters, lam_max / n, step, S, link, params,
+                                 rng)
+    for _ in range(done, iters):
         total += theta
         grads = (link.mean(X @ theta) - y)[:, None] * X + (lam_max / n) * theta
         grads = clipped_gradients_rows(grads, lg)
         g_hat = vector_sum(grads, params, rng)
         theta = project_ball(theta - step * g_hat / n, S)
     return PGDResult(total / iters, iters, eps_i, delta_i, step, lg, params, capped)
+
+
+def compiled_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, total: np.ndarray,
+                   iters: int, lam_over_n: float, step: float, S: float, link: Link,
+                   params: VectorSumParams, rng: np.random.Generator
+                   ) -> tuple[np.ndarray, int]:
+    """P_GD's iterations compiled (`_shuffle.gd_steps`, the bits and draws of the loop in
+    `shuffle_gd`: tests/privacy/test_shuffle_gd.py), adding each θ to `total`: (θ, iterations
+    made). None are made for arrays or constants it does not take or a link whose mean is not
+    a ufunc; it stops before an iteration whose clipped gradients are NaN or above the bound.
+    The loop in `shuffle_gd` makes the rest."""
+    mean = None if link.name == "linear" else link.mean
+    if not (isinstance(mean, np.ufunc | None) and compiled_rows(X)
+            and float(params.g).is_integer() and 1 <= params.g <= 2**40 and params.bound > 0
+            and y.dtype == np.float64 and y.flags.c_contiguous and y.flags.aligned):
+        return theta, 0
+    blanket = functools.partial(blanket_deviation, params.n * params.b, params.p, params.dim,
+                                rng)
+    return _shuffle.gd_steps(X, y, np.ascontiguousarray(theta, dtype=float), total, iters,
+                             lam_over_n, step, S, params.bound, int(params.g), mean, rng,
+                             blanket)
 
 
 def clipped_gradients_rows(grads: np.ndarray, bound: float) -> np.ndarray:

@@ -93,7 +93,7 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
     v = np.atleast_2d(np.asarray(vectors, dtype=float))
     if v.shape != (params.n, params.dim):
         raise ValueError(f"vectors have shape {v.shape}; expected ({params.n}, {params.dim})")
-    if _compiled(v):
+    if compiled_rows(v):
         largest = _shuffle.max_row_norm(v)
     else:
         norms = np.sqrt(np.einsum("ij,ij->i", v, v))
@@ -103,7 +103,7 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
     return v
 
 
-def _compiled(v: np.ndarray) -> bool:
+def compiled_rows(v: np.ndarray) -> bool:
     """Whether `_shuffle` takes these vectors: C-ordered aligned native float64 (n, D),
     n, D ≥ 1 (others take numpy's calls)."""
     return (v.ndim == 2 and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.aligned
@@ -133,7 +133,7 @@ def _level_sums(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
     g = params.g
     integral = float(g).is_integer() and 1 <= g <= 2**40
     sums = (_shuffle.level_sums(v, params.bound, int(g), uniforms)
-            if integral and _compiled(v) else None)
+            if integral and compiled_rows(v) else None)
     if sums is None:
         sums = _levels(v, params, uniforms)[0].sum(axis=0).astype(float)
     return sums
