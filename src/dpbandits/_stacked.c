@@ -7,7 +7,9 @@
  * - `release_eigh`: the same release's eigen-decomposition, eigenvalues clipped at the floor
  *   (`StackedTrees.query_eigh`);
  * - `above`: whether the largest eigenvalue of the symmetrised WᵀHW is above a threshold
- *   (`gen_eig_max_white(H, W) > threshold`, Private-GLM's Criterion II).
+ *   (`gen_eig_max_white(H, W) > threshold`, Private-GLM's Criterion II);
+ * - `inverse_norms`: ‖x‖² in the metric of each V_i⁻¹ for a round's arms;
+ * - `ucb`: the UCB actions of the trials without a Criterion-I arm.
  * For one trial (Shuffle-GLM, `policies/shuffle_glm.py`):
  * - `survivors`: successive elimination of a round's arms by a stack of batch estimates
  *   (`ShuffleGLM.numpy_survivors`);
@@ -316,10 +318,10 @@ static int estimates_of(PyObject *thetas_obj, PyObject *vals_obj, PyObject *vecs
     return e->vecs == NULL ? -1 : 0;
 }
 
-/* norm[r] = sqrt(((x @ vecs) ** 2 / vals).sum(axis=1))[r] for the m rows of x (p: m×d
- * scratch): ‖x_r‖ in the metric of V⁻¹, V = vecs diag(vals) vecsᵀ. */
+/* norm[r] = ((x @ vecs) ** 2 / vals).sum(axis=1)[r] for the m rows of x (p: m×d scratch):
+ * ‖x_r‖² in the metric of V⁻¹, V = vecs diag(vals) vecsᵀ; its square root if `root`. */
 static void inverse_norms(const double *x, npy_intp m, npy_intp d, const double *vecs,
-                          const double *vals, double *p, double *norm)
+                          const double *vals, double *p, double *norm, int root)
 {
     matmul_with(&matmul_loop, x, d * D, D, m, d, vecs, d * D, D, d, 0, p); /* x @ vecs */
     for (npy_intp r = 0; r < m; r++) {
@@ -332,7 +334,7 @@ static void inverse_norms(const double *x, npy_intp m, npy_intp d, const double 
         char *add_args[3] = {(char *)&total, (char *)row, (char *)&total};
         npy_intp add_steps[3] = {0, D, 0};
         add_loop.function(add_args, &d, add_steps, add_loop.data);
-        norm[r] = sqrt(total);
+        norm[r] = root ? sqrt(total) : total;
     }
 }
 
@@ -357,7 +359,7 @@ static npy_intp eliminate(const double *arms, npy_intp K, npy_intp d, const Esti
         if (m == 0)
             return -1;
         gather(arms, d, alive, m, x);
-        inverse_norms(x, m, d, e->vecs + j * e->vecs_step, e->vals + j * d, p, width);
+        inverse_norms(x, m, d, e->vecs + j * e->vecs_step, e->vals + j * d, p, width, 1);
         for (npy_intp r = 0; r < m; r++)
             width[r] = e->scales[j] * width[r];
         matmul_with(&matmul_loop, x, d * D, D, m, d, e->thetas + j * d, D, 0, 1, 1,
@@ -492,7 +494,7 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
     double *z = beta + K, *scratch = z + K;
     double *w = (double *)PyArray_DATA((PyArrayObject *)w_arr);
     gather(arms, d, alive, m, x);
-    inverse_norms(x, m, d, e.vecs, e.vals, p, norm);
+    inverse_norms(x, m, d, e.vecs, e.vals, p, norm, 1);
     for (npy_intp r = 0; r < m; r++)
         norm[r] = width_scale * norm[r];
     char *min_args[3] = {(char *)&cap, (char *)norm, (char *)low};
@@ -522,6 +524,142 @@ done:
     return out;
 }
 
+/* ---- Private-GLM's scores ---------------------------------------------------------- */
+
+/* A (n, d) C-contiguous native float64 array: the rows of a stack of vectors. */
+static const double *rows_of(PyObject *object, const char *name, npy_intp n, npy_intp d)
+{
+    npy_intp shape[2] = {n, d};
+    return doubles(object, name, 2, shape);
+}
+
+static PyObject *inverse_norms_of(PyObject *self, PyObject *args)
+{
+    PyObject *arms_obj, *vals_obj, *vecs_obj;
+    if (!PyArg_ParseTuple(args, "OOO:inverse_norms", &arms_obj, &vals_obj, &vecs_obj))
+        return NULL;
+    npy_intp K, d, step;
+    const double *arms = arms_of(arms_obj, &K, &d);
+    const double *vecs = arms ? stack(vecs_obj, "vecs", -1, d, &step) : NULL;
+    npy_intp n = vecs ? PyArray_DIM((PyArrayObject *)vecs_obj, 0) : 0;
+    const double *vals = vecs ? rows_of(vals_obj, "vals", n, d) : NULL;
+    if (vals == NULL)
+        return NULL;
+    npy_intp shape[2] = {n, K};
+    PyObject *out = PyArray_SimpleNew(2, shape, NPY_DOUBLE);
+    double *p = PyMem_Malloc(sizeof(double) * (size_t)(K * d));
+    if (out == NULL || p == NULL) {
+        Py_XDECREF(out);
+        PyMem_Free(p);
+        return PyErr_NoMemory();
+    }
+    double *norms = (double *)PyArray_DATA((PyArrayObject *)out);
+    for (npy_intp i = 0; i < n; i++)
+        inverse_norms(arms, K, d, vecs + i * step, vals + i * d, p, norms + i * K, 0);
+    PyMem_Free(p);
+    return out;
+}
+
+/* numpy's float64 argmax: the first largest value, or the first NaN. */
+static npy_intp first_argmax(const double *v, npy_intp n)
+{
+    npy_intp best = 0;
+    double top = v[0];
+    for (npy_intp i = 1; i < n && !isnan(top); i++)
+        if (!(v[i] <= top)) {
+            top = v[i];
+            best = i;
+        }
+    return best;
+}
+
+/*
+ * ucb(arms, hp_vals, hp_vecs, centre, beta, eliminating, v_vals, v_vecs, theta_w, width_scale,
+ *     rows) → intp array
+ */
+static PyObject *ucb(PyObject *self, PyObject *args)
+{
+    PyObject *arms_obj, *hp_vals_obj, *hp_vecs_obj, *centre_obj, *elim_obj, *v_vals_obj;
+    PyObject *v_vecs_obj, *theta_w_obj, *rows_obj;
+    double beta, width_scale;
+    if (!PyArg_ParseTuple(args, "OOOOdOOOOdO:ucb", &arms_obj, &hp_vals_obj, &hp_vecs_obj,
+                          &centre_obj, &beta, &elim_obj, &v_vals_obj, &v_vecs_obj,
+                          &theta_w_obj, &width_scale, &rows_obj))
+        return NULL;
+    npy_intp K, d, hp_step, v_step;
+    const double *arms = arms_of(arms_obj, &K, &d);
+    Pair pair;
+    if (arms == NULL || pair_of(hp_vecs_obj, v_vecs_obj, "hp_vecs", "v_vecs", &pair) < 0)
+        return NULL;
+    npy_intp n = pair.n;
+    hp_step = pair.first_step;
+    v_step = pair.second_step;
+    const double *hp_vecs = pair.first, *v_vecs = pair.second;
+    const double *hp_vals = rows_of(hp_vals_obj, "hp_vals", n, d);
+    const double *centre = hp_vals ? rows_of(centre_obj, "centre", n, d) : NULL;
+    const double *v_vals = centre ? rows_of(v_vals_obj, "v_vals", n, d) : NULL;
+    const double *theta_w = v_vals ? rows_of(theta_w_obj, "theta_w", n, d) : NULL;
+    if (theta_w == NULL)
+        return NULL;
+    if (pair.d != d) {
+        PyErr_SetString(PyExc_ValueError, "arms are not allowed; must have the stacks' d");
+        return NULL;
+    }
+    PyArrayObject *elim = (PyArrayObject *)elim_obj, *mask = (PyArrayObject *)rows_obj;
+    int bad_elim = !PyArray_Check(elim_obj) || PyArray_TYPE(elim) != NPY_BOOL
+                   || PyArray_NDIM(elim) != 1 || PyArray_DIM(elim, 0) != n
+                   || !PyArray_IS_C_CONTIGUOUS(elim);
+    int bad_rows = rows_obj != Py_None
+                   && (!PyArray_Check(rows_obj) || PyArray_TYPE(mask) != NPY_BOOL
+                       || PyArray_NDIM(mask) != 1 || PyArray_DIM(mask, 0) != n
+                       || !PyArray_IS_C_CONTIGUOUS(mask));
+    if (bad_elim || bad_rows) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous bool array "
+                     "of the stacks' length%s", bad_elim ? "eliminating" : "rows",
+                     bad_elim ? "" : ", or None");
+        return NULL;
+    }
+    const npy_bool *eliminating = (const npy_bool *)PyArray_DATA(elim);
+    const npy_bool *chosen_rows = rows_obj == Py_None ? NULL : (npy_bool *)PyArray_DATA(mask);
+    npy_intp count = n;
+    for (npy_intp i = 0; chosen_rows != NULL && i < n; i++)
+        count -= !chosen_rows[i];
+    PyObject *out = PyArray_SimpleNew(1, &count, NPY_INTP);
+    double *work = PyMem_Malloc(sizeof(double) * (size_t)(K * d + 5 * K));
+    if (out == NULL || work == NULL) {
+        Py_XDECREF(out);
+        PyMem_Free(work);
+        return PyErr_NoMemory();
+    }
+    npy_intp *best = (npy_intp *)PyArray_DATA((PyArrayObject *)out);
+    double *p = work, *bonus = p + K * d, *score = bonus + K, *width = score + K;
+    double *centre_w = width + K, *low = centre_w + K;
+    for (npy_intp i = 0, j = 0; i < n; i++) {
+        if (chosen_rows != NULL && !chosen_rows[i])
+            continue;
+        /* β·‖x‖_{H_prev⁻¹} + x·(θ_w + θ_τ)/2 */
+        inverse_norms(arms, K, d, hp_vecs + i * hp_step, hp_vals + i * d, p, bonus, 1);
+        matmul_with(&matmul_loop, arms, d * D, D, K, d, centre + i * d, D, 0, 1, 1, score);
+        for (npy_intp k = 0; k < K; k++)
+            score[k] = score[k] + bonus[k] * beta;
+        if (eliminating[i]) { /* elimination by θ_w: keep x·θ_w + w ≥ max(x·θ_w − w) */
+            inverse_norms(arms, K, d, v_vecs + i * v_step, v_vals + i * d, p, width, 1);
+            matmul_with(&matmul_loop, arms, d * D, D, K, d, theta_w + i * d, D, 0, 1, 1,
+                        centre_w);
+            for (npy_intp k = 0; k < K; k++) {
+                width[k] = width_scale * width[k];
+                low[k] = centre_w[k] - width[k];
+            }
+            double top = nan_max(low, K);
+            for (npy_intp k = 0; k < K; k++)
+                score[k] = centre_w[k] + width[k] >= top ? score[k] : -INFINITY;
+        }
+        best[j++] = first_argmax(score, K);
+    }
+    PyMem_Free(work);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"release", release, METH_VARARGS,
      "release(data, cover, shift, floor) -> (raw, short): every tree's release "
@@ -535,6 +673,16 @@ static PyMethodDef methods[] = {
      "above(h, w, threshold) -> bool array or None: whether the largest eigenvalue of "
      "0.5·(M + Mᵀ), M = WᵀHW, is above the threshold, for each pair of the stacks; None if one "
      "computed is not finite."},
+    {"inverse_norms", inverse_norms_of, METH_VARARGS,
+     "inverse_norms(arms, vals, vecs) -> float64 (n, K): ‖x_k‖² in the metric of V_i⁻¹, "
+     "V_i = vecs[i] diag(vals[i]) vecs[i]ᵀ, for the arms (K, d) and each of the n stacked "
+     "pairs (`private_glm.inverse_norms` of stacks)."},
+    {"ucb", ucb, METH_VARARGS,
+     "ucb(arms, hp_vals, hp_vecs, centre, beta, eliminating, v_vals, v_vecs, theta_w, "
+     "width_scale, rows) -> intp array: Private-GLM's UCB action of each trial of the bool "
+     "mask rows (None: every trial): argmax of x·centre_i + beta·‖x‖_{H_i⁻¹}, after "
+     "elimination by theta_w with widths width_scale·‖x‖_{V_i⁻¹} where eliminating[i] "
+     "(`PrivateGLMLockstep.numpy_ucb`)."},
     {"shuffle_points", shuffle_points, METH_VARARGS,
      "shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, "
      "expit, sqrt) -> (alive, points, w) or None: `survivors` of the arms, their weights "

@@ -125,7 +125,7 @@ class PrivateGLMLockstep(Lockstep):
         (nothing reads it in between)."""
         if self.strict:  # Criterion II in every round, before Criterion I
             self._criterion_two(t, None)
-        norms = inverse_norms(arms, self.v_vals, self.v_vecs)
+        norms = self._inverse_norms(arms)
         best = norms.argmax(axis=1)
         top = norms[self.rows, best]
         warm = top > self.thr_w  # Criterion I
@@ -149,6 +149,19 @@ class PrivateGLMLockstep(Lockstep):
             return self._ucb(arms, None)
         best[cold] = self._ucb(arms, cold)
         return best
+
+    def _inverse_norms(self, arms: np.ndarray) -> np.ndarray:
+        """`inverse_norms` of the arms in every trial's V, compiled (`_stacked.inverse_norms`)
+        where it takes the arrays."""
+        if self._compiled(arms):
+            return _stacked.inverse_norms(arms, self.v_vals, self.v_vecs)
+        return inverse_norms(arms, self.v_vals, self.v_vecs)
+
+    def _compiled(self, arms: np.ndarray) -> bool:
+        """Whether `_stacked`'s kernels take the round's arms and the V stacks: C-ordered
+        float64 (the other stacks are this driver's own, always so)."""
+        return (arms.dtype == np.float64 and arms.flags.c_contiguous
+                and self.v_vecs.flags.c_contiguous and self.v_vals.flags.c_contiguous)
 
     def _criterion_two(self, t: int, rows: np.ndarray | None) -> None:
         """`gen_eig_max_whitened(H_cur, H_prev)` of these trials (a mask; None: every trial)
@@ -192,7 +205,16 @@ class PrivateGLMLockstep(Lockstep):
 
     def _ucb(self, arms: np.ndarray, cold: np.ndarray | None) -> np.ndarray:
         """The UCB action of the trials without a Criterion-I arm (a mask; None: every trial),
-        after elimination by θ_w."""
+        after elimination by θ_w: compiled (`_stacked.ucb`) where it takes the arrays, else
+        `numpy_ucb`."""
+        if self._compiled(arms):
+            return _stacked.ucb(arms, self.hp_vals, self.hp_vecs, self.centre, self.beta,
+                                self.eliminating, self.v_vals, self.v_vecs, self.theta_w,
+                                self.width_scale, cold)
+        return self.numpy_ucb(arms, cold)
+
+    def numpy_ucb(self, arms: np.ndarray, cold: np.ndarray | None) -> np.ndarray:
+        """`_ucb` in numpy."""
         bonus = inverse_norms(arms, rows_of(self.hp_vals, cold), rows_of(self.hp_vecs, cold))
         np.sqrt(bonus, out=bonus)
         bonus *= self.beta
