@@ -1,5 +1,5 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
-`dpbandits.instances._ball`, `dpbandits.policies._ridge`,
+`dpbandits.instances._ball`, `dpbandits.policies._ridge`, `dpbandits.policies._glm_rounds`,
 `dpbandits._stacked`, `dpbandits._design`, `dpbandits._newton`,
 `dpbandits.privacy._shuffle`); all other
 metadata is in pyproject.toml."""
@@ -38,7 +38,14 @@ setup(
         Extension(
             "dpbandits._stacked",
             sources=["src/dpbandits/_stacked.c"],
-            depends=["src/dpbandits/numpy_loops.h"],
+            depends=["src/dpbandits/numpy_loops.h", "src/dpbandits/glm_links.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits.policies._glm_rounds",
+            sources=["src/dpbandits/policies/_glm_rounds.c"],
+            depends=["src/dpbandits/numpy_loops.h", "src/dpbandits/glm_links.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),
@@ -52,6 +59,7 @@ setup(
         Extension(
             "dpbandits.privacy._shuffle",
             sources=["src/dpbandits/privacy/_shuffle.c"],
+            depends=["src/dpbandits/numpy_loops.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

@@ -48,6 +48,7 @@
 #endif
 
 #include "numpy_loops.h"
+#include "glm_links.h"
 
 #define D ((npy_intp)sizeof(double))
 #define MARGIN 1e-9 /* relative to the row's absolute sum: rounding is below 1e-14 there */
@@ -415,31 +416,7 @@ static PyObject *survivors(PyObject *self, PyObject *args)
     return out;
 }
 
-enum { LOGISTIC, PROBIT, LINEAR }; /* the links of `links.LINKS`, by the kind passed */
-
-static PyObject *expit_seen; /* the expit ufunc whose loop `expit_loop` is */
-static Loop expit_loop;
-
-/* μ̇(z) of the link for the m values z (in place), as `Link.dot` computes it: logistic
- * p·(1 − p), p = expit(z) (the ufunc passed, scipy's); probit exp(−z²/2)/√(2π); linear 1. */
-static void link_dot(int link, double *z, double *scratch, npy_intp m)
-{
-    if (link == LOGISTIC) {
-        apply(&expit_loop, z, scratch, m);
-        for (npy_intp r = 0; r < m; r++)
-            z[r] = scratch[r] * (1.0 - scratch[r]);
-    } else if (link == PROBIT) {
-        const double root_two_pi = sqrt(2.0 * M_PI);
-        for (npy_intp r = 0; r < m; r++)
-            scratch[r] = -0.5 * (z[r] * z[r]);
-        apply(&exp_loop, scratch, z, m);
-        for (npy_intp r = 0; r < m; r++)
-            z[r] = z[r] / root_two_pi;
-    } else {
-        for (npy_intp r = 0; r < m; r++)
-            z[r] = 1.0;
-    }
-}
+static BoundUfunc expit; /* the logistic link's expit, as passed */
 
 /*
  * shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, expit,
@@ -454,16 +431,8 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
                           &vals_obj, &vecs_obj, &scales_obj, &width_scale, &cap, &reward_bound,
                           &link, &expit_obj, &take_sqrt))
         return NULL;
-    if (link < LOGISTIC || link > LINEAR) {
-        PyErr_Format(PyExc_ValueError, "link = %d is not allowed; must be 0 (logistic), 1 "
-                     "(probit) or 2 (linear)", link);
+    if (link_kind(link) < 0 || (link == LOGISTIC && bind_ufunc(&expit, expit_obj, "expit") < 0))
         return NULL;
-    }
-    if (link == LOGISTIC && expit_obj != expit_seen) {
-        if (ufunc_loop(expit_obj, "expit", 1, 1, &expit_loop) < 0)
-            return NULL;
-        Py_XSETREF(expit_seen, Py_NewRef(expit_obj));
-    }
     npy_intp K, d;
     Estimates e;
     const double *arms = arms_of(arms_obj, &K, &d);
@@ -504,7 +473,7 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
         low[r] = reward_bound * low[r];
     apply(&exp_loop, low, beta, m);
     matmul_with(&matmul_loop, x, d * D, D, m, d, e.thetas, D, 0, 1, 1, z); /* x @ θ̂₁ */
-    link_dot(link, z, scratch, m);
+    link_dot(link, &expit.loop, &exp_loop, z, scratch, m);
     for (npy_intp r = 0; r < m; r++)
         w[r] = z[r] / beta[r];
     /* the design points: sqrt(w) (or w) times each survivor */

@@ -108,6 +108,7 @@ LINEAR = Link(
 )
 
 LINKS: dict[str, Link] = {link.name: link for link in (LOGISTIC, PROBIT, LINEAR)}
+LINK_KINDS = {"logistic": 0, "probit": 1, "linear": 2}  # the compiled kernels' (glm_links.h)
 
 
 def get_link(name: str) -> Link:

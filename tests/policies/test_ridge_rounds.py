@@ -1,5 +1,6 @@
-"""Table rounds of the ridge policies (`_ridge`, docs/architecture.md "Table rounds"): the same
-bits as the select → pull → update loop, for every policy that plays tables."""
+"""Table rounds of the ridge policies (`_ridge`, docs/architecture.md "Table rounds") and of
+RS-GLinUCB (`_glm_rounds`): the same bits as the select → pull → update loop, for every policy
+that plays tables."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ import pytest
 
 from dpbandits import runner
 from dpbandits.contract import OutcomeTables, ProblemInfo, RoundEnvironment
+from dpbandits.glm import GrowingNewton
 from dpbandits.instances.glm import GLMEnvironment
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
 from dpbandits.policies import POLICIES, _ridge, get_policy_class, jdp_linucb, make_policy
+from dpbandits.policies import rs_glinucb as rs_glinucb_module
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
 from dpbandits.privacy.ledger import PrivacyLedger
@@ -49,6 +52,15 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("JDP-LinUCB", {"alpha": 2.0, "lam": 0.5, "theta0": "environment"}),
     ("DGS-LinUCB", {}),
     ("DGS-LinUCB", {"alpha": 0.5, "lam": 2.0, "conversion": "tight"}),
+]
+GLM_CASES: list[tuple[str, dict[str, Any]]] = [  # RS-GLinUCB's table rounds (`_glm_rounds`)
+    ("RS-GLinUCB", {}),
+    ("RS-GLinUCB", {"variant": "C"}),
+    ("RS-GLinUCB", {"variant": "SW"}),  # its determinant switch: every round through `select`
+    ("RS-GLinUCB", {"variant": "paper"}),
+    ("RS-GLinUCB", {"variant": "C", "running_max_logdet": True}),
+    ("RS-GLinUCB", {"solver": "newton", "strict_switch": True, "ucb_centre": "tau"}),
+    ("RS-GLinUCB", {"h_prev_init_zero": True, "h_divide_e": False, "c_dbl": 0.1}),
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -88,6 +100,14 @@ def snapshot(value: Any, depth: int = 0) -> Any:
     return ("object", type(value).__name__)
 
 
+def filled(data: GrowingNewton) -> dict[str, Any]:
+    """A fit's data as far as it is written: its rows, the numpy fit's columns and the last
+    solution (the rest of its preallocated arrays is never read)."""
+    n, known = data.n, data._filled
+    return {"n": n, "X": data.X[:n], "r": data.r[:n], "columns": data._columns[:, :known],
+            "theta": data._theta, "known": data._known}
+
+
 def played(policy: Any, env: Any, tables: bool) -> dict[str, Any]:
     """One begun run by the table rounds or by select → pull → update: everything it leaves,
     every attribute of the policy included."""
@@ -97,7 +117,8 @@ def played(policy: Any, env: Any, tables: bool) -> dict[str, Any]:
     else:
         regret, reward, actions = runner._select_update_loop(policy, env)
     policy.finish()
-    state = {k: v for k, v in vars(policy).items() if k not in CACHES}
+    state = {k: filled(v) if isinstance(v, GrowingNewton) else v
+             for k, v in vars(policy).items() if k not in CACHES}
     return {"regret": snapshot(regret), "reward": snapshot(reward), "actions": actions.tolist(),
             "events": snapshot(policy.events()), "diagnostics": snapshot(policy.diagnostics()),
             "state": snapshot(state)}
@@ -464,9 +485,46 @@ def test_jdp_rounds_refuse_a_draw_from_the_tree_generator_they_drew_ahead_from()
     jdp_play({**POOLS[0], "horizon": 100}, True, _no_shift)  # the control: no draw, no error
 
 
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+@pytest.mark.parametrize("name,params", GLM_CASES, ids=lambda c: str(c))
+def test_glm_table_rounds_give_the_round_loops_bits(name: str, params: dict[str, Any],
+                                                    family: str) -> None:
+    spec = {**GLM, "family": family, "horizon": 600}
+    if family == "linear":  # its fits: Newton only
+        params = {**params, "solver": "newton"}
+    for trial in (0, 1):
+        assert_same_bits(play(name, params, spec, trial, "paper", tables=True),
+                         play(name, params, spec, trial, "paper", tables=False))
+
+
+def test_glm_table_rounds_leave_warm_ups_and_switches_to_select(monkeypatch) -> None:
+    """Most rounds compiled, the warm-up and switch rounds through `select`; θ_w one ulp off
+    in the compiled rounds changes the run (negative control)."""
+    cls = get_policy_class("RS-GLinUCB")
+    selected: list[int] = []
+    select = cls.select
+    monkeypatch.setattr(cls, "select", lambda self, t, arms: selected.append(t) or select(
+        self, t, arms))
+    spec, params = {**GLM, "horizon": 600}, {"variant": "C"}
+    run = play("RS-GLinUCB", params, spec, 0, "paper", tables=True)
+    assert 0 < len(selected) < 300
+    events = dict(run["events"])
+    assert all(len(events[f"'{name}'"][3]) for name in ("warmup_rounds", "switch_times"))
+    monkeypatch.setattr(cls, "select", select)
+    compiled = rs_glinucb_module._glm_rounds.rs_glinucb
+
+    def nudged(*args: Any) -> Any:
+        args = list(args)
+        args[12] = np.nextafter(args[12], np.inf)  # θ_w
+        return compiled(*args)
+
+    monkeypatch.setattr(rs_glinucb_module._glm_rounds, "rs_glinucb", nudged)
+    assert play("RS-GLinUCB", params, spec, 0, "paper", tables=True) != run
+
+
 def test_every_policy_that_plays_tables_is_covered_here() -> None:
     playing = {name for name in POLICIES.names() if runner.plays_tables(get_policy_class(name))}
-    assert playing == {name for name, _ in CASES}
+    assert playing == {name for name, _ in CASES + GLM_CASES}
 
 
 def test_a_subclass_plays_round_by_round_unless_it_declares_tables() -> None:

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import (
     SOLVERS,
@@ -18,10 +18,12 @@ from dpbandits.glm import (
     quad_forms,
     sherman_morrison,
 )
-from dpbandits.links import get_link
+from dpbandits.links import LINK_KINDS, expit, get_link
 from dpbandits.params import Declaration, boolean, choice, number
+from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import NEWTON_CAP, confidence_delta
 from dpbandits.policies.base import Policy
+from dpbandits.policies.ridge_rounds import finish_round
 
 VARIANTS = ("T2", "C", "SW", "paper")
 
@@ -84,6 +86,7 @@ class RSGLinUCB(Policy):
     """
 
     name: ClassVar[str] = "RS-GLinUCB"
+    plays_tables: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         choice("variant", "T2", "settings of one code state (docs/glm.md, RS-GLinUCB)",
@@ -265,6 +268,42 @@ class RSGLinUCB(Policy):
         index = arms @ centre + self.beta * np.sqrt(quad_forms(arms, self._prev_inv()))
         index[~keep] = -np.inf
         return int(index.argmax())
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Stretches of rounds without a warm-up or a switch compiled (`_glm_rounds.
+        rs_glinucb`, the bits of `select` and `update`: tests/policies/test_rs_glinucb.py);
+        the round where one stops, and every round of the determinant form of Criterion II,
+        through `select` and `update`."""
+        t, horizon = 0, len(tables.chosen)
+        compiled = not self.det_switch
+        while t < horizon:
+            if compiled:
+                t = self._compiled_rounds(tables, t)
+                if t == horizon:
+                    break
+            finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
+            t += 1
+
+    def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        """Rounds from t on in one compiled call, until one that warms up or switches; the next
+        round to play."""
+        running = self.running_max_logdet
+        logdet_prev = math.nan if running or self.aliased else self._logdet_h_prev()
+        centre = (self.theta_w + self.theta_tau) / 2 if self.ucb_centre == "mean" else (
+            self.theta_tau)
+        z = self.Z_tau
+        played, z.n, self.max_logdet_cur, logdet_cur = _glm_rounds.rs_glinucb(
+            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
+            tables.chosen, t, len(tables.chosen), self.V_inv, self.H_cur, self.H_cur_inv,
+            self._prev_inv(), self.theta_w, centre, z.X, z.r, z.n, self.aliased, running,
+            self.strict_switch, self.h_divide_e, LINK_KINDS[self.link.name], expit, self.thr_w,
+            self.width, self.beta, self._log_dbl, logdet_prev, self.max_logdet_cur,
+            self.max_logdet_prev)
+        if played > t:  # the rounds did not warm up; H_cur changed
+            self.warmup_flag = False
+        if played > t or logdet_cur is not None:
+            self._logdet_cur = logdet_cur
+        return played
 
     def _switch(self, t: int) -> None:
         """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data."""

@@ -22,7 +22,7 @@ from dpbandits.contract import ProblemInfo
 from dpbandits.design import MAX_ITER as DESIGN_MAX_ITER
 from dpbandits.design import RANK_TOL, g_optimal_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.links import expit, get_link
+from dpbandits.links import LINK_KINDS, expit, get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
@@ -39,7 +39,6 @@ from dpbandits.privacy.vector_sum import (
 
 GROWTH_RULES = ("sqrt", "linear")
 LAMBDA_BANDS = ("sigma", "kappa_star")
-LINK_KINDS = {"logistic": 0, "probit": 1, "linear": 2}  # `_stacked.shuffle_points`' link
 
 
 def n_batches_default(horizon: int) -> int:
