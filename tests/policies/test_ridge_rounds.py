@@ -1,6 +1,6 @@
 """Table rounds of the ridge policies (`_ridge`, docs/architecture.md "Table rounds") and of
-RS-GLinUCB (`_glm_rounds`): the same bits as the select → pull → update loop, for every policy
-that plays tables."""
+RS-GLinUCB and ECOLog (`_glm_rounds`): the same bits as the select → pull → update loop, for
+every policy that plays tables."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from dpbandits.instances.glm import GLMEnvironment
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
 from dpbandits.policies import POLICIES, _ridge, get_policy_class, jdp_linucb, make_policy
+from dpbandits.policies import ecolog as ecolog_module
 from dpbandits.policies import rs_glinucb as rs_glinucb_module
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
@@ -53,7 +54,7 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("DGS-LinUCB", {}),
     ("DGS-LinUCB", {"alpha": 0.5, "lam": 2.0, "conversion": "tight"}),
 ]
-GLM_CASES: list[tuple[str, dict[str, Any]]] = [  # RS-GLinUCB's table rounds (`_glm_rounds`)
+GLM_CASES: list[tuple[str, dict[str, Any]]] = [  # the GLM baselines' table rounds (`_glm_rounds`)
     ("RS-GLinUCB", {}),
     ("RS-GLinUCB", {"variant": "C"}),
     ("RS-GLinUCB", {"variant": "SW"}),  # its determinant switch: every round through `select`
@@ -70,6 +71,12 @@ POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
 ]
 GLM = {"generator": "glm_ball", "family": "logistic", "d": 4, "K": 6, "S": 2.0, "seed": 3}
 # linear rewards with noise: far outside [0, 1], so every clip of a reward is exercised
+ECOLOG_CASES: list[tuple[dict[str, Any], dict[str, Any]]] = [  # (parameters, instance)
+    ({}, GLM),  # no projection
+    ({"lam0": 0.5}, GLM),  # rounds whose steps project, which `select` and `update` make
+    ({"lam0": 0.05, "ell_projection": "bounded"}, GLM),
+    ({"lam0": 0.05}, {**GLM, "d": 2, "S": 5.0}),  # σ̇(xᵀθ̄) > 2σ̇(xᵀθ) in some rounds
+]
 GLM_NOISY = {"generator": "glm_ball", "family": "linear", "d": 4, "K": 6, "S": 2.0, "seed": 3,
              "noise_sd": 3.0}
 # remembered per version of A or of the tree release, recomputed when asked, and calibrations
@@ -522,9 +529,49 @@ def test_glm_table_rounds_leave_warm_ups_and_switches_to_select(monkeypatch) -> 
     assert play("RS-GLinUCB", params, spec, 0, "paper", tables=True) != run
 
 
+@pytest.mark.parametrize("params,spec", ECOLOG_CASES, ids=lambda c: str(c))
+def test_ecolog_table_rounds_give_the_round_loops_bits(params: dict[str, Any],
+                                                       spec: dict[str, Any]) -> None:
+    spec = {**spec, "horizon": 600}
+    for trial in (0, 1):
+        assert_same_bits(play("ECOLog", params, spec, trial, "paper", tables=True),
+                         play("ECOLog", params, spec, trial, "paper", tables=False))
+
+
+def test_ecolog_table_rounds_with_a_changed_bit_are_caught(monkeypatch) -> None:
+    """Negative control: S one ulp off in the compiled rounds changes the run."""
+    spec = {**GLM, "horizon": 300}
+    run = play("ECOLog", {}, spec, 0, "paper", tables=True)
+    compiled = ecolog_module._glm_rounds.ecolog
+
+    def nudged(*args: Any) -> Any:
+        args = list(args)
+        args[13] = np.nextafter(args[13], np.inf)  # S
+        return compiled(*args)
+
+    monkeypatch.setattr(ecolog_module._glm_rounds, "ecolog", nudged)
+    assert play("ECOLog", {}, spec, 0, "paper", tables=True) != run
+
+
+@pytest.mark.parametrize("nan_compat", [False, True])
+def test_ecolog_table_rounds_clamp_a_negative_radius_as_the_round_loop(nan_compat: bool) -> None:
+    """radius² < 0 (a cumulative-loss term far below zero): clamped, or arm 0 played."""
+    runs = []
+    for tables in (True, False):
+        instance = build_instance({**GLM, "horizon": 200})
+        env = instance.environment(0)
+        policy = make_policy("ECOLog", instance.info, np.random.default_rng(1),
+                             nan_compat=nan_compat)
+        policy.begin(env)
+        policy.cum = -1e4
+        runs.append(played(policy, env, tables))
+    assert_same_bits(*runs)
+    assert dict(runs[0]["diagnostics"])["'clamp_events'"] == ("number", "200.0")
+
+
 def test_every_policy_that_plays_tables_is_covered_here() -> None:
     playing = {name for name in POLICIES.names() if runner.plays_tables(get_policy_class(name))}
-    assert playing == {name for name, _ in CASES + GLM_CASES}
+    assert playing == {name for name, _ in CASES + GLM_CASES} | {"ECOLog"}
 
 
 def test_a_subclass_plays_round_by_round_unless_it_declares_tables() -> None:

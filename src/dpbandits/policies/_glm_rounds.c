@@ -1,16 +1,21 @@
 /*
- * RS-GLinUCB's rounds on pre-drawn tables (`RSGLinUCB.play_table`), one call for a stretch of
- * rounds that neither warm up (Criterion I) nor switch (Criterion II): the elimination by θ_w,
- * the optimistic choice with H_prev, and the update of Z_τ, H_cur and H_cur⁻¹. The call
- * stops before a round that warms up, switches or finds Z_τ full; the policy plays that round
- * in Python (its fits) and calls again.
+ * Rounds of the GLM baselines on pre-drawn tables, one call for a stretch of rounds:
+ * - `rs_glinucb` (`RSGLinUCB.play_table`): rounds that neither warm up (Criterion I) nor
+ *   switch (Criterion II): the elimination by θ_w, the optimistic choice with H_prev, and the
+ *   update of Z_τ, H_cur and H_cur⁻¹. The call stops before a round that warms up, switches or
+ *   finds Z_τ full; the policy plays that round in Python (its fits) and calls again.
+ * - `ecolog` (`ECOLog.play_table`): the optimistic choice and the two online steps in Ṽ's
+ *   eigenbasis, then Ṽ, Ṽ⁻¹ and the cumulative-loss term. The call stops before a round whose
+ *   steps must project onto the ellipsoid; the policy plays that round.
  *
  * Every number is the one `RSGLinUCB.select` and `update` compute, by the same code
- * (tests/policies/test_rs_glinucb.py): products are numpy's float64 matmul loop, called with
+ * (tests/policies/test_ridge_rounds.py): products are numpy's float64 matmul loop, called with
  * the dimensions and steps numpy passes (x·θ for 1-d x and θ is its dot); the quadratic forms
  * are numpy's einsum (PyArray_EinsteinSum, what `small_linalg.einsum` calls) on arrays of the
  * same layout; ln det H_cur is the loop of numpy.linalg's `slogdet` gufunc (as
- * `small_linalg.slogdet`); μ̇ is `glm_links.h`'s; the rest are single IEEE operations in the
+ * `small_linalg.slogdet`), Ṽ's eigen-decomposition that of `eigh_lo` (as `small_linalg.eigh`),
+ * logaddexp and expit numpy's and scipy's loops, exp, log, pow and sqrt the C library's (what
+ * Python's math module calls); μ̇ is `glm_links.h`'s; the rest are single IEEE operations in the
  * order Python evaluates them (compiled with -ffp-contract=off), and the argmax and maximum
  * numpy's (the first largest or first NaN; NaN if one is NaN).
  */
@@ -32,7 +37,7 @@
 
 #define D ((npy_intp)sizeof(double))
 
-static Loop matmul_loop, exp_loop, slogdet_loop;
+static Loop matmul_loop, exp_loop, slogdet_loop, eigh_loop, logaddexp_loop;
 static BoundUfunc expit;
 
 /* A C-contiguous aligned native float64 array of `ndim` dimensions with these sizes (-1: any,
@@ -52,6 +57,48 @@ static double *doubles(PyObject *object, const char *name, int ndim, const npy_i
                  "array of %d dimensions with the sizes of the other arguments", name,
                  writable ? " writable" : "", ndim);
     return NULL;
+}
+
+/* The run's tables (`OutcomeTables`): the arms (T, K, d), every pull's reward and regret
+ * (T, K), and what the rounds fill, checked with the rounds t … stop − 1 to play. */
+typedef struct {
+    npy_intp T, K, d;
+    const double *arms, *rewards, *regrets;
+    double *regret, *reward;
+    int64_t *chosen;
+} Tables;
+
+static int tables_of(PyObject *arms_o, PyObject *rewards_o, PyObject *regrets_o,
+                     PyObject *regret_o, PyObject *reward_o, PyObject *chosen_o, Py_ssize_t t,
+                     Py_ssize_t stop, Tables *tb)
+{
+    npy_intp any3[3] = {-1, -1, -1};
+    if ((tb->arms = doubles(arms_o, "arms", 3, any3, 0)) == NULL)
+        return -1;
+    tb->T = PyArray_DIM((PyArrayObject *)arms_o, 0);
+    tb->K = PyArray_DIM((PyArrayObject *)arms_o, 1);
+    tb->d = PyArray_DIM((PyArrayObject *)arms_o, 2);
+    npy_intp tk[2] = {tb->T, tb->K};
+    if ((tb->rewards = doubles(rewards_o, "rewards", 2, tk, 0)) == NULL
+            || (tb->regrets = doubles(regrets_o, "regrets", 2, tk, 0)) == NULL
+            || (tb->regret = doubles(regret_o, "regret", 1, &tb->T, 1)) == NULL
+            || (tb->reward = doubles(reward_o, "reward", 1, &tb->T, 1)) == NULL)
+        return -1;
+    PyArrayObject *chosen = (PyArrayObject *)chosen_o;
+    if (!PyArray_Check(chosen_o) || PyArray_TYPE(chosen) != NPY_INT64
+            || PyArray_NDIM(chosen) != 1 || PyArray_DIM(chosen, 0) != tb->T
+            || !PyArray_IS_C_CONTIGUOUS(chosen) || !PyArray_ISWRITEABLE(chosen)) {
+        PyErr_SetString(PyExc_ValueError, "chosen is not allowed; must be a writable "
+                        "C-contiguous int64 array of the tables' length");
+        return -1;
+    }
+    tb->chosen = (int64_t *)PyArray_DATA(chosen);
+    if (t < 0 || stop > tb->T || t > stop) {
+        PyErr_SetString(PyExc_ValueError, "t, stop are not allowed; must be 0 <= t <= stop <= "
+                        "the tables' length");
+        return -1;
+    }
+    return 0;
 }
 
 /* ln det a of a C-ordered d×d matrix as `glm.logdet` gives it: the slogdet loop's ln |det|,
@@ -230,31 +277,15 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
                           &s.divide_e, &s.link, &expit_o, &s.thr_w, &s.width, &s.beta,
                           &s.log_dbl, &s.logdet_prev, &s.max_logdet_cur, &s.max_logdet_prev))
         return NULL;
-    npy_intp any3[3] = {-1, -1, -1};
-    const double *arms = doubles(arms_o, "arms", 3, any3, 0);
-    if (arms == NULL || link_kind(s.link) < 0
+    Tables tb;
+    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
+            || link_kind(s.link) < 0
             || (s.link == LOGISTIC && bind_ufunc(&expit, expit_o, "expit") < 0))
         return NULL;
-    npy_intp T = PyArray_DIM((PyArrayObject *)arms_o, 0);
-    s.K = PyArray_DIM((PyArrayObject *)arms_o, 1);
-    s.d = PyArray_DIM((PyArrayObject *)arms_o, 2);
-    npy_intp d = s.d, K = s.K, tk[2] = {T, K}, dd[2] = {d, d}, only_d[1] = {d};
+    s.K = tb.K;
+    s.d = tb.d;
+    npy_intp d = s.d, K = s.K, dd[2] = {d, d}, only_d[1] = {d};
     npy_intp any_d[2] = {-1, d}, any1[1] = {-1};
-    const double *rewards = doubles(rewards_o, "rewards", 2, tk, 0);
-    const double *regrets = rewards ? doubles(regrets_o, "regrets", 2, tk, 0) : NULL;
-    double *regret = regrets ? doubles(regret_o, "regret", 1, &T, 1) : NULL;
-    double *reward = regret ? doubles(reward_o, "reward", 1, &T, 1) : NULL;
-    PyArrayObject *chosen_a = (PyArrayObject *)chosen_o;
-    if (reward == NULL)
-        return NULL;
-    if (!PyArray_Check(chosen_o) || PyArray_TYPE(chosen_a) != NPY_INT64
-            || PyArray_NDIM(chosen_a) != 1 || PyArray_DIM(chosen_a, 0) != T
-            || !PyArray_IS_C_CONTIGUOUS(chosen_a) || !PyArray_ISWRITEABLE(chosen_a)) {
-        PyErr_SetString(PyExc_ValueError, "chosen is not allowed; must be a writable "
-                        "C-contiguous int64 array of the tables' length");
-        return NULL;
-    }
-    int64_t *chosen = (int64_t *)PyArray_DATA(chosen_a);
     if ((s.v_inv = doubles(v_inv_o, "v_inv", 2, dd, 0)) == NULL
             || (s.h_cur = doubles(h_cur_o, "h_cur", 2, dd, 1)) == NULL
             || (s.h_cur_inv = doubles(h_cur_inv_o, "h_cur_inv", 2, dd, 1)) == NULL
@@ -265,10 +296,9 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
             || (s.z_r = doubles(z_r_o, "z_r", 1, any1, 1)) == NULL)
         return NULL;
     s.capacity = PyArray_DIM((PyArrayObject *)z_x_o, 0);
-    if (PyArray_DIM((PyArrayObject *)z_r_o, 0) != s.capacity || n < 0 || n > s.capacity
-            || t < 0 || stop > T || t > stop) {
-        PyErr_SetString(PyExc_ValueError, "z_r, n, t, stop are not allowed; must be z_x's "
-                        "length, 0 <= n <= it, 0 <= t <= stop <= the tables' length");
+    if (PyArray_DIM((PyArrayObject *)z_r_o, 0) != s.capacity || n < 0 || n > s.capacity) {
+        PyErr_SetString(PyExc_ValueError, "z_r, n are not allowed; must be z_x's length, "
+                        "0 <= n <= it");
         return NULL;
     }
     Work w;
@@ -279,7 +309,7 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     int known = 0, failed = 0;
     double current = 0.0;
     for (; t < stop && n < s.capacity; t++, n++) {
-        memcpy(x, arms + t * K * d, sizeof(double) * (size_t)(K * d));
+        memcpy(x, tb.arms + t * K * d, sizeof(double) * (size_t)(K * d));
         if ((failed = quad_forms(w.x, s.v_inv, w.xa, w.m) < 0))
             break;
         int warm = 0;
@@ -290,10 +320,10 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
         npy_intp a = choose(&s, &w);
         if ((failed = a < 0))
             break;
-        chosen[t] = a;
-        regret[t] = regrets[t * K + a];
-        reward[t] = rewards[t * K + a];
-        grow(&s, n, arms + (t * K + a) * d, reward[t], w.u, &known, &current);
+        tb.chosen[t] = a;
+        tb.regret[t] = tb.regrets[t * K + a];
+        tb.reward[t] = tb.rewards[t * K + a];
+        grow(&s, n, tb.arms + (t * K + a) * d, tb.reward[t], w.u, &known, &current);
     }
     free_work(&w);
     if (failed)
@@ -301,6 +331,285 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     if (!known)
         return Py_BuildValue("(nndO)", t, n, s.max_logdet_cur, Py_None);
     return Py_BuildValue("(nndd)", t, n, s.max_logdet_cur, current);
+}
+
+/* ---- ECOLog ------------------------------------------------------------------------ */
+
+/* The constants of an ECOLog run and its state that the rounds read and write. */
+typedef struct {
+    npy_intp d, K;
+    double lam0, S, conf_delta, diam, eta, inside_tol, bound_slack;
+    int nan_compat;
+    double *V, *V_inv, *theta;
+    Py_ssize_t n, clamp_events, violations, first_violation, max_inside;
+    double cum;
+} Eco;
+
+/* Scratch of one round: the eigen-decomposition of Ṽ and the vectors of the online steps. */
+typedef struct {
+    double *eigs, *Q, *root, *inv_eigs, *a, *wa, *z0, *w0, *z, *y, *theta, *theta_bar, *diff;
+    double *dv, *u, *v_new, *v_inv_new;
+} EcoWork;
+
+/* x · y of two contiguous d-vectors: numpy's 1-d @ 1-d (its dot). */
+static double dot(const double *x, const double *y, npy_intp d)
+{
+    double out;
+    matmul_with(&matmul_loop, x, d * D, D, 1, d, y, D, 0, 1, 1, &out);
+    return out;
+}
+
+/* out = M @ v for a C-ordered d×d M, or Mᵀ @ v (`transposed`: the view M.T's steps). */
+static void mat_vec(const double *m, int transposed, const double *v, npy_intp d, double *out)
+{
+    npy_intp rows = transposed ? D : d * D, cols = transposed ? d * D : D;
+    matmul_with(&matmul_loop, m, rows, cols, d, d, v, D, 0, 1, 1, out);
+}
+
+/* `expit` of one value, as scipy's ufunc on a 0-d array gives it. */
+static double expit1(double z)
+{
+    double out;
+    apply(&expit.loop, &z, &out, 1);
+    return out;
+}
+
+/* `logistic_nll(z, r)` = logaddexp(0, z) − r·z, numpy's logaddexp loop. */
+static double nll(double z, double r)
+{
+    double zero = 0.0, out;
+    char *args[3] = {(char *)&zero, (char *)&z, (char *)&out};
+    npy_intp one = 1, steps[3] = {0, 0, 0};
+    logaddexp_loop.function(args, &one, steps, logaddexp_loop.data);
+    return out - r * z;
+}
+
+/* `ECOLog._inside_throughout`: no iterate of a step from z₀ can reach ‖z‖²_{Ṽ⁻¹} ≥ limit. */
+static int inside_throughout(const Eco *e, double smallest, double G00, double G0a, double Gaa,
+                             double r, double limit)
+{
+    double eta = e->eta;
+    if (!(0.0 < eta && eta < 2.0 && smallest > 0.0 && 0.0 <= r && r <= 1.0 && G00 >= 0.0
+          && Gaa >= 0.0))
+        return 0;
+    if (!(fabs(G0a) <= sqrt(G00 * Gaa) * (1.0 + e->bound_slack)))
+        return 0;
+    double s_max = eta / (1.0 - fabs(1.0 - eta));
+    double bound = (sqrt(G00) + s_max * sqrt(Gaa)) * (1.0 + e->bound_slack);
+    return bound * bound < limit;
+}
+
+/* The probability of the online step's gradient, as its Python loop computes it. */
+static double step_prob(double v)
+{
+    return v > -700.0 ? 1.0 / (1.0 + exp(-v)) : 0.0;
+}
+
+/* `ECOLog._online_step` from θ_c into `out`: 0, or 1 where an iterate needs a projection (the
+ * policy then makes the round). Da, Gaa: aᵀa and aᵀ(a/e) of the round. */
+static int online_step(Eco *e, EcoWork *w, const double *theta_c, double r, Py_ssize_t iters,
+                       int bar, double Da, double Gaa, double *out)
+{
+    npy_intp d = e->d;
+    double eta = e->eta, keep = 1.0 - eta, target = e->S * e->S;
+    double limit = target + e->inside_tol;
+    mat_vec(w->Q, 1, theta_c, d, w->z); /* Q.T @ θ_c */
+    for (npy_intp i = 0; i < d; i++) {
+        w->z0[i] = w->root[i] * w->z[i];
+        w->w0[i] = w->inv_eigs[i] * w->z0[i];
+    }
+    double D0 = dot(w->z0, w->a, d), G00 = dot(w->z0, w->w0, d), G0a = dot(w->z0, w->wa, d);
+    double alpha = 1.0, beta = 0.0, s = 0.0;
+    if (inside_throughout(e, w->eigs[0], G00, G0a, Gaa, r, limit)) {
+        /* α_j, β_j as `_coefficients` makes them; bases α_j·D0 + β_j·D0 */
+        for (Py_ssize_t j = 0; j < iters; j++) {
+            double v = (alpha * D0 + beta * D0) + s * Da;
+            double prob = step_prob(v);
+            s = keep * s - eta * (bar ? 2.0 * prob - 1.0 : prob - r);
+            alpha = keep * alpha;
+            beta = keep * beta + eta;
+        }
+        e->max_inside = iters > e->max_inside ? iters : e->max_inside;
+    } else {
+        for (Py_ssize_t j = 0; j < iters; j++) { /* p = z₀: no projection so far */
+            double v = alpha * D0 + beta * D0 + s * Da;
+            double prob = step_prob(v);
+            double coef = bar ? 2.0 * prob - 1.0 : prob - r;
+            alpha = keep * alpha;
+            beta = keep * beta + eta;
+            s = keep * s - eta * coef;
+            double q = alpha * alpha * G00 + beta * beta * G00 + s * s * Gaa
+                       + 2.0 * (alpha * beta * G00 + alpha * s * G0a + beta * s * G0a);
+            if (q < limit)
+                continue;
+            for (npy_intp i = 0; i < d; i++) {
+                double y = alpha * w->z0[i] + beta * w->z0[i] + s * w->a[i];
+                w->y[i] = y * y;
+            }
+            if (dot(w->y, w->inv_eigs, d) < limit)
+                continue;
+            return 1;
+        }
+    }
+    for (npy_intp i = 0; i < d; i++)
+        w->z[i] = (alpha * w->z0[i] + beta * w->z0[i] + s * w->a[i]) / w->root[i];
+    mat_vec(w->Q, 0, w->z, d, out); /* Q @ (z / root) */
+    return 0;
+}
+
+/* `ECOLog.select` of round t's arms (K×d `arms`): the arm, with `clamped` set where radius²
+ * was clamped; -1 with an error. */
+static npy_intp eco_select(const Eco *e, Work *work, int *clamped)
+{
+    npy_intp K = e->K, d = e->d;
+    double root = sqrt(e->lam0);
+    double gamma = root / 2 + 2 * log(2 * sqrt(1 + (double)e->n / (4 * e->lam0)) / e->conf_delta)
+                   / root;
+    double rad2 = 2 * e->lam0 * pow(e->S, 2.0) + pow(1 + e->S, 2.0) * gamma + e->cum;
+    *clamped = rad2 < 0.0;
+    if (*clamped) {
+        if (e->nan_compat)
+            return 0;
+        rad2 = 0.0;
+    }
+    if (quad_forms(work->x, e->V_inv, work->xa, work->q) < 0)
+        return -1;
+    const double *x = PyArray_DATA(work->x), *q = PyArray_DATA(work->q);
+    matmul_with(&matmul_loop, x, d * D, D, K, d, e->theta, D, 0, 1, 1, work->c); /* arms @ θ */
+    apply(&expit.loop, work->c, work->index, K);
+    double radius = sqrt(rad2);
+    for (npy_intp k = 0; k < K; k++)
+        work->index[k] = work->index[k] + radius * sqrt(q[k]);
+    return first_argmax(work->index, K);
+}
+
+/* `ECOLog.update` of arm x and reward r into the work's new Ṽ, Ṽ⁻¹ and θ: 0, or 1 where the
+ * policy must make the round (an eigenvalue sum not finite, or a projection). */
+static int eco_update(Eco *e, EcoWork *w, const double *x, double r, Py_ssize_t n,
+                      double *cum_delta, int *violation)
+{
+    npy_intp d = e->d;
+    char *args[3] = {(char *)e->V, (char *)w->eigs, (char *)w->Q};
+    npy_intp dimensions[2] = {1, d};
+    npy_intp steps[8] = {d * d * D, d * D, d * d * D, d * D, D, D, d * D, D};
+    eigh_loop.function(args, dimensions, steps, eigh_loop.data);
+    double total = 0.0; /* small_linalg's test: the eigenvalues' sum finite */
+    for (npy_intp i = 0; i < d; i++)
+        total += w->eigs[i];
+    if (!isfinite(total))
+        return 1;
+    Py_ssize_t iters = (Py_ssize_t)((1 / 0.75) * ceil((9.0 / 4 + e->diam / 8)
+                                                      * log(e->diam / (1.0 / (double)n))));
+    mat_vec(w->Q, 1, x, d, w->a); /* (Q.T @ x) / root */
+    for (npy_intp i = 0; i < d; i++) {
+        w->root[i] = sqrt(w->eigs[i]);
+        w->a[i] = w->a[i] / w->root[i];
+        w->inv_eigs[i] = 1.0 / w->eigs[i];
+        w->wa[i] = w->inv_eigs[i] * w->a[i];
+    }
+    double Da = dot(w->a, w->a, d), Gaa = dot(w->a, w->wa, d);
+    if (online_step(e, w, e->theta, r, iters, 0, Da, Gaa, w->theta)
+            || online_step(e, w, w->theta, r, iters, 1, Da, Gaa, w->theta_bar))
+        return 1;
+    for (npy_intp i = 0; i < d; i++)
+        w->diff[i] = w->theta[i] - w->theta_bar[i];
+    matmul_with(&matmul_loop, w->diff, d * D, D, 1, d, e->V, d * D, D, d, 0, w->dv);
+    double spread = dot(w->dv, w->diff, d); /* diff @ Ṽ @ diff */
+    double disc = sqrt(0.0 > spread ? 0.0 : spread);
+    double z = dot(x, w->theta, d), z_bar = dot(x, w->theta_bar, d);
+    double p = expit1(z), s = p * (1.0 - p);
+    double p_bar = expit1(z_bar), s_bar = p_bar * (1.0 - p_bar);
+    memcpy(w->v_new, e->V, sizeof(double) * (size_t)(d * d));
+    memcpy(w->v_inv_new, e->V_inv, sizeof(double) * (size_t)(d * d));
+    for (npy_intp i = 0; i < d; i++)
+        for (npy_intp j = 0; j < d; j++)
+            w->v_new[i * d + j] = w->v_new[i * d + j] + s * (x[i] * x[j]);
+    mat_vec(w->v_inv_new, 0, x, d, w->u); /* Sherman–Morrison */
+    double q = dot(x, w->u, d), coefficient = s / (1.0 + s * q);
+    for (npy_intp i = 0; i < d; i++)
+        for (npy_intp j = 0; j < d; j++)
+            w->v_inv_new[i * d + j] = w->v_inv_new[i * d + j] - coefficient * (w->u[i] * w->u[j]);
+    *violation = s_bar > 2.0 * s;
+    *cum_delta = 2 * (1 + e->S) * (nll(z_bar, r) - nll(z, r)) - 0.5 * disc;
+    return 0;
+}
+
+/*
+ * ecolog(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, expit, lam0,
+ *        S, conf_delta, diam, eta, inside_tol, bound_slack, nan_compat, n, cum, clamp_events,
+ *        violations)
+ * → (next t, n, cum, clamp_events, violations, first violation round or -1,
+ *    most iterations of a step without projections or -1)
+ */
+static PyObject *ecolog(PyObject *self, PyObject *args)
+{
+    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_o, *v_inv_o;
+    PyObject *theta_o, *expit_o;
+    Py_ssize_t t, stop;
+    Eco e;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOdddddddpndnn:ecolog", &arms_o, &rewards_o,
+                          &regrets_o, &regret_o, &reward_o, &chosen_o, &t, &stop, &v_o,
+                          &v_inv_o, &theta_o, &expit_o, &e.lam0, &e.S, &e.conf_delta, &e.diam,
+                          &e.eta, &e.inside_tol, &e.bound_slack, &e.nan_compat, &e.n, &e.cum,
+                          &e.clamp_events, &e.violations))
+        return NULL;
+    Tables tb;
+    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
+            || bind_ufunc(&expit, expit_o, "expit") < 0)
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
+    e.d = d;
+    e.K = K;
+    if ((e.V = doubles(v_o, "v", 2, dd, 1)) == NULL
+            || (e.V_inv = doubles(v_inv_o, "v_inv", 2, dd, 1)) == NULL
+            || (e.theta = doubles(theta_o, "theta", 1, only_d, 1)) == NULL)
+        return NULL;
+    e.first_violation = -1;
+    e.max_inside = -1;
+    Work work;
+    double *buffer = PyMem_Malloc(sizeof(double) * (size_t)(15 * d + 4 * d * d));
+    if (buffer == NULL || make_work(&work, K, d) < 0) {
+        PyMem_Free(buffer);
+        return buffer == NULL ? PyErr_NoMemory() : NULL;
+    }
+    EcoWork w;
+    double **vectors[] = {&w.eigs, &w.root, &w.inv_eigs, &w.a, &w.wa, &w.z0, &w.w0, &w.z,
+                          &w.y, &w.theta, &w.theta_bar, &w.diff, &w.dv, &w.u};
+    double *next = buffer;
+    for (size_t k = 0; k < sizeof vectors / sizeof *vectors; k++, next += d)
+        *vectors[k] = next;
+    w.Q = next;
+    w.v_new = w.Q + d * d;
+    w.v_inv_new = w.v_new + d * d;
+    int failed = 0;
+    for (; t < stop; t++) {
+        memcpy(PyArray_DATA(work.x), tb.arms + t * K * d, sizeof(double) * (size_t)(K * d));
+        int clamped, violation;
+        npy_intp a = eco_select(&e, &work, &clamped);
+        if ((failed = a < 0))
+            break;
+        const double *x = tb.arms + (t * K + a) * d;
+        double r = tb.rewards[t * K + a], cum_delta;
+        if (eco_update(&e, &w, x, r, e.n + 1, &cum_delta, &violation))
+            break; /* the policy makes this round */
+        tb.chosen[t] = a;
+        tb.regret[t] = tb.regrets[t * K + a];
+        tb.reward[t] = r;
+        e.clamp_events += clamped;
+        e.n += 1;
+        memcpy(e.V, w.v_new, sizeof(double) * (size_t)(d * d));
+        memcpy(e.V_inv, w.v_inv_new, sizeof(double) * (size_t)(d * d));
+        if (violation && e.violations++ == 0)
+            e.first_violation = t;
+        e.cum = e.cum + cum_delta;
+        memcpy(e.theta, w.theta, sizeof(double) * (size_t)d);
+    }
+    free_work(&work);
+    PyMem_Free(buffer);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("(nndnnnn)", t, e.n, e.cum, e.clamp_events, e.violations,
+                         e.first_violation, e.max_inside);
 }
 
 static PyMethodDef methods[] = {
@@ -314,6 +623,16 @@ static PyMethodDef methods[] = {
      "z_x and z_r are updated in place. It stops before a round whose arms warm up (x'V⁻¹x > "
      "thr_w), whose Criterion II is due, or where Z_tau (z_x) is full; logdet is ln det "
      "h_cur where the last round computed it, else None."},
+    {"ecolog", ecolog, METH_VARARGS,
+     "ecolog(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, expit, "
+     "lam0, S, conf_delta, diam, eta, inside_tol, bound_slack, nan_compat, n, cum, "
+     "clamp_events, violations) -> (next t, n, cum, clamp_events, violations, first "
+     "violation, most inside iterations): ECOLog's rounds t, t + 1, … before stop on the "
+     "tables, each recorded in regret, reward and chosen; v, v_inv and theta are updated in "
+     "place. It stops before a round whose online steps project or whose eigenvalues do not "
+     "sum to a finite number (the policy makes that round); the first round with "
+     "σ̇(xᵀθ̄) > 2σ̇(xᵀθ) or -1, and the most iterations of a step without projections (-1: "
+     "none), which the policy's coefficient lists must cover."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -325,8 +644,11 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__glm_rounds(void)
 {
     import_array();
+    const char *linalg = "numpy.linalg._umath_linalg";
     const LoopSpec loops[] = {{"numpy", "matmul", 2, 1, &matmul_loop},
                               {"numpy", "exp", 1, 1, &exp_loop},
-                              {"numpy.linalg._umath_linalg", "slogdet", 1, 2, &slogdet_loop}};
-    return find_loops(loops, 3) < 0 ? NULL : PyModule_Create(&module);
+                              {"numpy", "logaddexp", 2, 1, &logaddexp_loop},
+                              {linalg, "slogdet", 1, 2, &slogdet_loop},
+                              {linalg, "eigh_lo", 1, 2, &eigh_loop}};
+    return find_loops(loops, 5) < 0 ? NULL : PyModule_Create(&module);
 }

@@ -9,13 +9,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits import small_linalg
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.glm import quad_forms, secular_root, sherman_morrison
 from dpbandits.params import Declaration, boolean, choice, number
+from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import (
     confidence_delta,
 )
 from dpbandits.policies.base import Policy
+from dpbandits.policies.ridge_rounds import finish_round
 from dpbandits.scipy_kernels import special
 
 expit = special.expit
@@ -68,6 +70,7 @@ class ECOLog(Policy):
     """
 
     name: ClassVar[str] = "ECOLog"
+    plays_tables: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic",)
     parameters: ClassVar[Declaration] = (
         number("lam0", 10.0, "regulariser λ₀", gt=0),
@@ -112,6 +115,33 @@ class ECOLog(Policy):
             rad2 = 0.0
         ucb = expit(arms @ self.theta) + math.sqrt(rad2) * np.sqrt(quad_forms(arms, self.V_inv))
         return int(ucb.argmax())
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Stretches of rounds without a projection compiled (`_glm_rounds.ecolog`, the bits of
+        `select` and `update`: tests/policies/test_ridge_rounds.py); a round whose online steps
+        project through `select` and `update`."""
+        t, horizon = 0, len(tables.chosen)
+        while t < horizon:
+            t = self._compiled_rounds(tables, t)
+            if t < horizon:
+                finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
+                t += 1
+
+    def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        """Rounds from t on in one compiled call, until one whose steps project; the next round
+        to play."""
+        counted = self.sensitivity_violations
+        (played, self.n, self.cum, self.clamp_events, self.sensitivity_violations, first,
+         inside) = _glm_rounds.ecolog(
+            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
+            tables.chosen, t, len(tables.chosen), self.V, self.V_inv, self.theta, expit,
+            self.lam0, self.S, self.conf_delta, self.diam, self.step_size, INSIDE_TOL,
+            _BOUND_SLACK, self.nan_compat, self.n, self.cum, self.clamp_events, counted)
+        if first >= 0 and counted == 0:
+            log.warning("ECOLog: σ̇(xᵀθ̄)/σ̇(xᵀθ) > 2 at round %d (counted)", first)
+        if inside >= 0:  # the coefficient lists as the steps without projections grew them
+            self._coefficients(inside)
+        return played
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Two online steps, the Ṽ update and the cumulative-loss term."""

@@ -271,7 +271,7 @@ class RSGLinUCB(Policy):
 
     def play_table(self, tables: OutcomeTables) -> None:
         """Stretches of rounds without a warm-up or a switch compiled (`_glm_rounds.
-        rs_glinucb`, the bits of `select` and `update`: tests/policies/test_rs_glinucb.py);
+        rs_glinucb`, the bits of `select` and `update`: tests/policies/test_ridge_rounds.py);
         the round where one stops, and every round of the determinant form of Criterion II,
         through `select` and `update`."""
         t, horizon = 0, len(tables.chosen)
