@@ -1,6 +1,6 @@
 """Table rounds of the ridge policies (`_ridge`, docs/architecture.md "Table rounds") and of
-RS-GLinUCB and ECOLog (`_glm_rounds`): the same bits as the select → pull → update loop, for
-every policy that plays tables."""
+RS-GLinUCB, GLOC and ECOLog (`_glm_rounds`): the same bits as the select → pull → update loop,
+for every policy that plays tables."""
 
 from __future__ import annotations
 
@@ -19,9 +19,14 @@ from dpbandits.glm import GrowingNewton
 from dpbandits.instances.glm import GLMEnvironment
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, log_det, solve_lower_t, widths
-from dpbandits.policies import POLICIES, _ridge, get_policy_class, jdp_linucb, make_policy
-from dpbandits.policies import ecolog as ecolog_module
-from dpbandits.policies import rs_glinucb as rs_glinucb_module
+from dpbandits.policies import (
+    POLICIES,
+    _glm_rounds,
+    _ridge,
+    get_policy_class,
+    jdp_linucb,
+    make_policy,
+)
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
 from dpbandits.privacy.ledger import PrivacyLedger
@@ -62,6 +67,9 @@ GLM_CASES: list[tuple[str, dict[str, Any]]] = [  # the GLM baselines' table roun
     ("RS-GLinUCB", {"variant": "C", "running_max_logdet": True}),
     ("RS-GLinUCB", {"solver": "newton", "strict_switch": True, "ucb_centre": "tau"}),
     ("RS-GLinUCB", {"h_prev_init_zero": True, "h_divide_e": False, "c_dbl": 0.1}),
+    ("GLOC", {}),
+    ("GLOC", {"lam0": 0.5}),
+    ("GLOC", {"paper_faithful": True}),  # its V-norm projection: every round through `select`
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -497,7 +505,7 @@ def test_jdp_rounds_refuse_a_draw_from_the_tree_generator_they_drew_ahead_from()
 def test_glm_table_rounds_give_the_round_loops_bits(name: str, params: dict[str, Any],
                                                     family: str) -> None:
     spec = {**GLM, "family": family, "horizon": 600}
-    if family == "linear":  # its fits: Newton only
+    if family == "linear" and name == "RS-GLinUCB":  # its fits: Newton only
         params = {**params, "solver": "newton"}
     for trial in (0, 1):
         assert_same_bits(play(name, params, spec, trial, "paper", tables=True),
@@ -518,14 +526,14 @@ def test_glm_table_rounds_leave_warm_ups_and_switches_to_select(monkeypatch) -> 
     events = dict(run["events"])
     assert all(len(events[f"'{name}'"][3]) for name in ("warmup_rounds", "switch_times"))
     monkeypatch.setattr(cls, "select", select)
-    compiled = rs_glinucb_module._glm_rounds.rs_glinucb
+    compiled = _glm_rounds.rs_glinucb
 
     def nudged(*args: Any) -> Any:
         args = list(args)
         args[12] = np.nextafter(args[12], np.inf)  # θ_w
         return compiled(*args)
 
-    monkeypatch.setattr(rs_glinucb_module._glm_rounds, "rs_glinucb", nudged)
+    monkeypatch.setattr(_glm_rounds, "rs_glinucb", nudged)
     assert play("RS-GLinUCB", params, spec, 0, "paper", tables=True) != run
 
 
@@ -538,19 +546,22 @@ def test_ecolog_table_rounds_give_the_round_loops_bits(params: dict[str, Any],
                          play("ECOLog", params, spec, trial, "paper", tables=False))
 
 
-def test_ecolog_table_rounds_with_a_changed_bit_are_caught(monkeypatch) -> None:
-    """Negative control: S one ulp off in the compiled rounds changes the run."""
+@pytest.mark.parametrize("name,kernel,argument", [("ECOLog", "ecolog", 13),  # S
+                                                   ("GLOC", "gloc", 14)])  # c_μ
+def test_glm_table_rounds_with_a_changed_bit_are_caught(monkeypatch, name: str, kernel: str,
+                                                        argument: int) -> None:
+    """Negative control: one argument one ulp off in the compiled rounds changes the run."""
     spec = {**GLM, "horizon": 300}
-    run = play("ECOLog", {}, spec, 0, "paper", tables=True)
-    compiled = ecolog_module._glm_rounds.ecolog
+    run = play(name, {}, spec, 0, "paper", tables=True)
+    compiled = getattr(_glm_rounds, kernel)
 
     def nudged(*args: Any) -> Any:
         args = list(args)
-        args[13] = np.nextafter(args[13], np.inf)  # S
+        args[argument] = np.nextafter(args[argument], np.inf)
         return compiled(*args)
 
-    monkeypatch.setattr(ecolog_module._glm_rounds, "ecolog", nudged)
-    assert play("ECOLog", {}, spec, 0, "paper", tables=True) != run
+    monkeypatch.setattr(_glm_rounds, kernel, nudged)
+    assert play(name, {}, spec, 0, "paper", tables=True) != run
 
 
 @pytest.mark.parametrize("nan_compat", [False, True])

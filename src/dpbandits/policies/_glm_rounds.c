@@ -4,6 +4,8 @@
  *   switch (Criterion II): the elimination by θ_w, the optimistic choice with H_prev, and the
  *   update of Z_τ, H_cur and H_cur⁻¹. The call stops before a round that warms up, switches or
  *   finds Z_τ full; the policy plays that round in Python (its fits) and calls again.
+ * - `gloc` (`GLOC.play_table`, the authors' code): every round, the optimistic choice and the
+ *   online Newton step normalised onto the sphere ‖θ‖ = S.
  * - `ecolog` (`ECOLog.play_table`): the optimistic choice and the two online steps in Ṽ's
  *   eigenbasis, then Ṽ, Ṽ⁻¹ and the cumulative-loss term. The call stops before a round whose
  *   steps must project onto the ellipsoid; the policy plays that round.
@@ -612,6 +614,104 @@ static PyObject *ecolog(PyObject *self, PyObject *args)
                          e.first_violation, e.max_inside);
 }
 
+/* ---- GLOC --------------------------------------------------------------------------- */
+
+static BoundUfunc mean_ufunc; /* the link's mean μ, as passed (expit, ndtr) */
+
+/* μ(z) of the m values z into out, as `Link.mean`: its ufunc's loop, or z (linear). */
+static void link_mean(int link, double *z, double *out, npy_intp m)
+{
+    if (link == LINEAR)
+        memcpy(out, z, sizeof(double) * (size_t)m);
+    else
+        apply(&mean_ufunc.loop, z, out, m);
+}
+
+/*
+ * gloc(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, z, link, mean,
+ *      c_mu, delta, a, tail, S, B) → (next t, B)
+ */
+static PyObject *gloc(PyObject *self, PyObject *args)
+{
+    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_o, *v_inv_o;
+    PyObject *theta_o, *z_o, *mean_o;
+    Py_ssize_t t, stop;
+    int link;
+    double c_mu, delta, a, tail, S, B;
+    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOiOdddddd:gloc", &arms_o, &rewards_o, &regrets_o,
+                          &regret_o, &reward_o, &chosen_o, &t, &stop, &v_o, &v_inv_o, &theta_o,
+                          &z_o, &link, &mean_o, &c_mu, &delta, &a, &tail, &S, &B))
+        return NULL;
+    Tables tb;
+    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
+            || link_kind(link) < 0 || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o,
+                                                                   "mean") < 0))
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
+    double *V, *V_inv, *theta, *z;
+    if ((V = doubles(v_o, "v", 2, dd, 1)) == NULL
+            || (V_inv = doubles(v_inv_o, "v_inv", 2, dd, 1)) == NULL
+            || (theta = doubles(theta_o, "theta", 1, only_d, 1)) == NULL
+            || (z = doubles(z_o, "z", 1, only_d, 1)) == NULL)
+        return NULL;
+    Work work;
+    double *vec = PyMem_Malloc(sizeof(double) * (size_t)(3 * d));
+    if (vec == NULL || make_work(&work, K, d) < 0) {
+        PyMem_Free(vec);
+        return vec == NULL ? PyErr_NoMemory() : NULL;
+    }
+    double *u = vec, *g = u + d, *gv = g + d;
+    int failed = 0;
+    for (; t < stop; t++) {
+        /* select: μ(x·θ) + radius·‖x‖_{V⁻¹}, radius² = `gloc_radius_sq(B, …)` */
+        memcpy(PyArray_DATA(work.x), tb.arms + t * K * d, sizeof(double) * (size_t)(K * d));
+        if ((failed = quad_forms(work.x, V_inv, work.xa, work.q) < 0))
+            break;
+        double inner = (2.0 / delta) * sqrt(1.0 + 2.0 * B / c_mu + tail);
+        double radius = sqrt(1.0 + (4.0 / c_mu) * B + 8.0 * a * log(inner));
+        const double *q = PyArray_DATA(work.q);
+        matmul_with(&matmul_loop, PyArray_DATA(work.x), d * D, D, K, d, theta, D, 0, 1, 1,
+                    work.c); /* arms @ θ */
+        link_mean(link, work.c, work.index, K);
+        for (npy_intp k = 0; k < K; k++)
+            work.index[k] = work.index[k] + radius * sqrt(q[k]);
+        npy_intp choice = first_argmax(work.index, K);
+        const double *x = tb.arms + (t * K + choice) * d;
+        double r = tb.rewards[t * K + choice];
+        tb.chosen[t] = choice;
+        tb.regret[t] = tb.regrets[t * K + choice];
+        tb.reward[t] = r;
+        /* update: V⁻¹ by Sherman–Morrison (w = 1), V, B, z and the ONS step */
+        mat_vec(V_inv, 0, x, d, u);
+        double coefficient = 1.0 / (1.0 + 1.0 * dot(x, u, d));
+        for (npy_intp i = 0; i < d; i++)
+            for (npy_intp j = 0; j < d; j++) {
+                V_inv[i * d + j] = V_inv[i * d + j] - coefficient * (u[i] * u[j]);
+                V[i * d + j] = V[i * d + j] + x[i] * x[j];
+            }
+        double xtheta = dot(x, theta, d), mean;
+        link_mean(link, &xtheta, &mean, 1);
+        for (npy_intp i = 0; i < d; i++)
+            g[i] = (mean - r) * x[i];
+        matmul_with(&matmul_loop, g, d * D, D, 1, d, V_inv, d * D, D, d, 0, gv); /* g @ V⁻¹ */
+        B = B + (0.5 / c_mu) * dot(gv, g, d);
+        mat_vec(V_inv, 0, g, d, gv); /* V⁻¹ @ g */
+        for (npy_intp i = 0; i < d; i++) {
+            z[i] = z[i] + xtheta * x[i];
+            u[i] = theta[i] - gv[i] / c_mu;
+        }
+        double norm = sqrt(dot(u, u, d));
+        if (norm > 0.0)
+            for (npy_intp i = 0; i < d; i++)
+                theta[i] = S * u[i] / norm;
+    }
+    free_work(&work);
+    PyMem_Free(vec);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("(nd)", t, B);
+}
+
 static PyMethodDef methods[] = {
     {"rs_glinucb", rs_glinucb, METH_VARARGS,
      "rs_glinucb(arms, rewards, regrets, regret, reward, chosen, t, stop, v_inv, h_cur, "
@@ -633,6 +733,12 @@ static PyMethodDef methods[] = {
      "sum to a finite number (the policy makes that round); the first round with "
      "σ̇(xᵀθ̄) > 2σ̇(xᵀθ) or -1, and the most iterations of a step without projections (-1: "
      "none), which the policy's coefficient lists must cover."},
+    {"gloc", gloc, METH_VARARGS,
+     "gloc(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, z, link, "
+     "mean, c_mu, delta, a, tail, S, B) -> (next t, B): the rounds t … stop − 1 of the "
+     "authors' GLOC on the tables (the reference code's radius with its constants a and tail, "
+     "the mean ufunc of link 0 or 1, the identity for 2), each recorded in regret, reward and "
+     "chosen; v, v_inv, theta and z are updated in place."},
     {NULL, NULL, 0, NULL},
 };
 

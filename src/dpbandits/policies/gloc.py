@@ -7,12 +7,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
-from dpbandits.links import get_link
+from dpbandits.links import LINK_KINDS, get_link
 from dpbandits.params import Declaration, boolean, number
+from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import confidence_delta
 from dpbandits.policies.base import Policy
+from dpbandits.policies.ridge_rounds import finish_round
 
 
 def gloc_b0(c_mu: float, S: float, lam0: float) -> float:
@@ -27,14 +29,18 @@ def gloc_radius_sq(B: float, c_mu: float, scale: float, delta: float, paper: boo
     + 4(L²/c)⁴/δ²)). Paper form (`paper=True`, scale = R, the noise scale σ of the theorem):
     1 + (4/c)B + 8(R²/c²)·ln((2/δ)·sqrt(1 + 2B/c + 4R⁴/(c⁴δ²))); the two agree for R = 1.
     """
-    if paper:
-        a = scale * scale / (c_mu * c_mu)
-        tail = 4.0 * scale**4 / (c_mu**4 * delta * delta)
-    else:
-        a = (scale * scale / c_mu) ** 2
-        tail = 4.0 * (scale * scale / c_mu) ** 4 / (delta * delta)
+    a, tail = gloc_radius_constants(c_mu, scale, delta, paper)
     inner = (2.0 / delta) * math.sqrt(1.0 + 2.0 * B / c_mu + tail)
     return 1.0 + (4.0 / c_mu) * B + 8.0 * a * math.log(inner)
+
+
+def gloc_radius_constants(c_mu: float, scale: float, delta: float, paper: bool
+                          ) -> tuple[float, float]:
+    """(a, tail) of `gloc_radius_sq`: 8a multiplies the log term, tail is the last term under
+    its square root (reference: a = (L²/c)², tail = 4(L²/c)⁴/δ²)."""
+    if paper:
+        return scale * scale / (c_mu * c_mu), 4.0 * scale**4 / (c_mu**4 * delta * delta)
+    return (scale * scale / c_mu) ** 2, 4.0 * (scale * scale / c_mu) ** 4 / (delta * delta)
 
 
 class GLOC(Policy):
@@ -48,6 +54,7 @@ class GLOC(Policy):
     """
 
     name: ClassVar[str] = "GLOC"
+    plays_tables: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         boolean("paper_faithful", False, "the paper's GLOC (θ̂ centre, V-norm projection) "
@@ -93,6 +100,25 @@ class GLOC(Policy):
         if self.paper:
             return int((arms @ self.theta_hat + bonus).argmax())
         return int((self.link.mean(arms @ self.theta) + bonus).argmax())
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """The reference code's rounds in one compiled call (`_glm_rounds.gloc`, the bits of
+        `select` and `update`: tests/policies/test_ridge_rounds.py); the paper's, with its
+        projection in the V-norm, round by round."""
+        horizon = len(tables.chosen)
+        if self.paper:
+            for t in range(horizon):
+                finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
+            return
+        a, tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta, False)
+        mean = None if self.link.name == "linear" else self.link.mean
+        _, self.B = _glm_rounds.gloc(
+            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
+            tables.chosen, 0, horizon, self.V, self.V_inv, self.theta, self.z,
+            LINK_KINDS[self.link.name], mean, self.c_mu, self.conf_delta, a, tail, self.S,
+            self.B)
+        if horizon:
+            self._theta_hat = None
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """V⁻¹, V, B, z and the ONS step, in the reference code's order (θ̂ = V⁻¹z on demand)."""
