@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dpbandits import _stacked, small_linalg
+from dpbandits import _stacked, links, small_linalg
+from dpbandits.errors import ConfigError
 from dpbandits.links import expit, get_link
 from dpbandits.policies.private_glm import gen_eig_max_white, inverse_norms, whitening
 from dpbandits.policies.private_glm_lockstep import PrivateGLMLockstep
@@ -303,6 +304,25 @@ def test_shuffle_points_leave_an_emptied_round_to_numpy() -> None:
                                    expit, True) is None
     with pytest.raises(ValueError):
         policy.numpy_points(np.eye(3))
+
+
+def test_an_emptied_round_raises_as_numpys_design_does() -> None:
+    """No arm left after elimination: the draw is left to numpy's design, which refuses an
+    empty action set."""
+    policy = weighting_state(np.random.default_rng(4), 1, 3, "logistic")
+    policy.rng, policy.design_tol = np.random.default_rng(0), 0.01
+    with pytest.raises(ConfigError, match="actions shape"):
+        policy._design_choice(np.empty((0, 3)))
+
+
+def test_shuffle_points_with_a_wrapped_expit_are_numpys(monkeypatch) -> None:
+    """The logistic μ̇ from a Python wrapper of scipy's expit: the kernel is not asked."""
+    ufunc = links.expit
+    monkeypatch.setattr(links, "expit", lambda z: ufunc(z))
+    monkeypatch.setattr(_stacked, "shuffle_points", None)  # a call would raise TypeError
+    policy = weighting_state(np.random.default_rng(6), 2, 3, "logistic")
+    arms = np.random.default_rng(7).standard_normal((8, 3)) / 2.0
+    assert same_points(policy._points(arms), policy.numpy_points(arms))
 
 
 def test_shuffle_points_refuse_another_link() -> None:

@@ -111,6 +111,19 @@ LINKS: dict[str, Link] = {link.name: link for link in (LOGISTIC, PROBIT, LINEAR)
 LINK_KINDS = {"logistic": 0, "probit": 1, "linear": 2}  # the compiled kernels' (glm_links.h)
 
 
+def compiled_dot(link: Link) -> bool:
+    """Whether the compiled kernels compute this link's μ̇ as `Link.dot` does: the logistic
+    link's `expit` a numpy ufunc (scipy's; a Python wrapper under `SCIPY_ARRAY_API=1`)."""
+    return link.name in LINK_KINDS and (link.name != "logistic" or isinstance(expit, np.ufunc))
+
+
+def compiled_mean(link: Link) -> bool:
+    """Whether the compiled kernels compute this link's μ as `Link.mean` does: by its ufunc
+    (expit, ndtr), or the identity."""
+    return link.name == "linear" or (link.name in LINK_KINDS
+                                     and isinstance(link.mean, np.ufunc))
+
+
 def get_link(name: str) -> Link:
     """Look a family up by name, with one clear error for an unknown one."""
     from dpbandits.errors import ConfigError

@@ -4,6 +4,7 @@ for every policy that plays tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import faulthandler
 import signal
 import threading
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpbandits import runner
+from dpbandits import links, runner
 from dpbandits.contract import OutcomeTables, ProblemInfo, RoundEnvironment
 from dpbandits.glm import GrowingNewton
 from dpbandits.instances.glm import GLMEnvironment
@@ -26,6 +27,9 @@ from dpbandits.policies import (
     get_policy_class,
     jdp_linucb,
     make_policy,
+)
+from dpbandits.policies import (
+    ecolog as ecolog_module,
 )
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
@@ -578,6 +582,56 @@ def test_ecolog_table_rounds_clamp_a_negative_radius_as_the_round_loop(nan_compa
         runs.append(played(policy, env, tables))
     assert_same_bits(*runs)
     assert dict(runs[0]["diagnostics"])["'clamp_events'"] == ("number", "200.0")
+
+
+@pytest.mark.parametrize("name,params", [("RS-GLinUCB", {}), ("RS-GLinUCB", {"variant": "C"}),
+                                         ("GLOC", {}), ("ECOLog", {"lam0": 0.5})],
+                         ids=lambda c: str(c))
+@pytest.mark.parametrize("spec", [{**GLM, "d": 12, "K": 3, "S": 4.0},  # RS: every round warms up
+                                  {**GLM, "d": 1, "K": 1}, {**GLM, "d": 1, "K": 5}],
+                         ids=["warm", "d1K1", "d1"])
+def test_glm_table_rounds_at_the_edges(name: str, params: dict[str, Any],
+                                       spec: dict[str, Any]) -> None:
+    spec = {**spec, "horizon": 300}
+    assert_same_bits(play(name, params, spec, 0, "paper", tables=True),
+                     play(name, params, spec, 0, "paper", tables=False))
+
+
+def test_ecolog_table_rounds_raise_where_the_round_loop_raises() -> None:
+    """S·n < 1 makes ECOLog's iteration count negative, and its step's coefficients then raise
+    IndexError: the compiled rounds leave such a round to `update`, which raises alike."""
+    spec = {**GLM, "S": 0.1, "horizon": 50}
+    for tables in (True, False):
+        with pytest.raises(IndexError):
+            play("ECOLog", {}, spec, 0, "paper", tables=tables)
+
+
+@pytest.mark.parametrize("name", ["RS-GLinUCB", "GLOC", "ECOLog"])
+def test_glm_table_rounds_with_a_wrapped_link_play_round_by_round(monkeypatch,
+                                                                   name: str) -> None:
+    """μ and μ̇ from Python wrappers of scipy's ufuncs (as under `SCIPY_ARRAY_API=1`): the
+    compiled rounds are not asked, and the run is the round loop's."""
+    ufunc = links.expit
+    wrapper = lambda z: ufunc(z)  # noqa: E731 - a ufunc's Python wrapper
+    monkeypatch.setattr(links, "expit", wrapper)
+    monkeypatch.setattr(links, "LOGISTIC", dataclasses.replace(links.LOGISTIC, mean=wrapper))
+    monkeypatch.setitem(links.LINKS, "logistic", links.LOGISTIC)
+    monkeypatch.setattr(ecolog_module, "expit", wrapper)
+    for kernel in ("rs_glinucb", "gloc", "ecolog"):
+        monkeypatch.setattr(_glm_rounds, kernel, None)  # a call would raise TypeError
+    spec = {**GLM, "horizon": 200}
+    assert_same_bits(play(name, {}, spec, 0, "paper", tables=True),
+                     play(name, {}, spec, 0, "paper", tables=False))
+
+
+def test_gloc_plays_an_empty_table() -> None:
+    instance = build_instance({**GLM, "horizon": 5})
+    policy = make_policy("GLOC", instance.info, np.random.default_rng(0))
+    d, K = instance.info.d, instance.info.K
+    empty = OutcomeTables(np.empty((0, K, d)), np.empty((0, K)), np.empty((0, K)),
+                          np.empty(0), np.empty(0), np.empty(0, dtype=np.int64))
+    policy.play_table(empty)
+    assert policy.B == make_policy("GLOC", instance.info, np.random.default_rng(0)).B
 
 
 def test_every_policy_that_plays_tables_is_covered_here() -> None:

@@ -159,3 +159,24 @@ def test_compiled_iterations_refuse_other_arguments() -> None:
     with pytest.raises(ValueError, match="blanket is not allowed"):
         _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 4, None, rng,
                           lambda: np.zeros(2))
+
+
+def test_iterations_handed_over_partway_are_the_numpy_loops(monkeypatch) -> None:
+    """The compiled call stopped after k iterations and the numpy loop making the rest: θ̂ and
+    the generator's state are those of the numpy loop alone."""
+    x, y = _data(np.random.default_rng(3), np.array([0.5, -1.0, 0.2]), 300)
+    kwargs = {"S": 2.0, "epsilon": 4.0, "delta": 0.01, "lam_max": 5.0, "R": 1.0, "c_b": 1.0,
+              "log_arg": "practical"}
+    expected_rng = np.random.default_rng(9)
+    expected = numpy_gd(monkeypatch, x, y, LOGISTIC, rng=expected_rng, **kwargs)
+    assert expected.iterations > 20
+    for k in (1, 7, expected.iterations - 1):
+        def partway(X, y, theta, total, iters, *rest, k=k):  # noqa: ANN001, ANN202
+            return compiled_steps(X, y, theta, total, k, *rest)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(shuffle_gd_module, "compiled_steps", partway)
+            rng = np.random.default_rng(9)
+            out = shuffle_gd(x, y, LOGISTIC, rng=rng, **kwargs)
+        assert out.theta.tobytes() == expected.theta.tobytes()
+        assert rng.bit_generator.state == expected_rng.bit_generator.state

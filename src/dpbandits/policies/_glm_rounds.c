@@ -144,14 +144,15 @@ static npy_intp first_argmax(const double *v, npy_intp n)
 /* The policy's state and constants that the rounds read and write. */
 typedef struct {
     npy_intp d, K, capacity;
-    double *v_inv, *h_cur, *h_cur_inv, *prev_inv, *theta_w, *centre, *z_x, *z_r;
-    int aliased, running_max, strict, divide_e, link;
+    double *v_inv, *h_cur, *h_cur_inv, *h_prev, *prev_inv, *theta_w, *centre, *z_x, *z_r;
+    int aliased, running_max, strict, divide_e, link, prev_known;
     double thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur, max_logdet_prev;
 } State;
 
 /* Criterion II in the variant's form (log-determinants, or their running maxima): 1 due, 0
- * not. `known` and `current` hold ln det H_cur once computed since its last change. */
-static int switch_due(const State *s, int *known, double *current)
+ * not. `known` and `current` hold ln det H_cur once computed since its last change; ln det
+ * H_prev is computed once, where first needed (`_logdet_h_prev`). */
+static int switch_due(State *s, int *known, double *current)
 {
     double lhs, rhs;
     if (s->running_max) {
@@ -161,6 +162,10 @@ static int switch_due(const State *s, int *known, double *current)
         if (!*known) {
             *current = logdet(s->h_cur, s->d);
             *known = 1;
+        }
+        if (!s->aliased && !s->prev_known) {
+            s->logdet_prev = logdet(s->h_prev, s->d);
+            s->prev_known = 1;
         }
         lhs = *current;
         rhs = s->log_dbl + (s->aliased ? *current : s->logdet_prev);
@@ -261,24 +266,30 @@ static npy_intp choose(const State *s, Work *w)
 
 /*
  * rs_glinucb(arms, rewards, regrets, regret, reward, chosen, t, stop, v_inv, h_cur, h_cur_inv,
- *            prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, strict, divide_e,
- *            link, expit, thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur,
- *            max_logdet_prev) → (next t, next n, max_logdet_cur, ln det H_cur or None)
+ *            h_prev, prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, strict,
+ *            divide_e, link, expit, thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur,
+ *            max_logdet_prev) → (next t, next n, max_logdet_cur, ln det H_cur or None,
+ *            ln det H_prev or None)
  */
 static PyObject *rs_glinucb(PyObject *self, PyObject *args)
 {
     PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_inv_o;
-    PyObject *h_cur_o, *h_cur_inv_o, *prev_inv_o, *theta_w_o, *centre_o, *z_x_o, *z_r_o;
-    PyObject *expit_o;
+    PyObject *h_cur_o, *h_cur_inv_o, *h_prev_o, *prev_inv_o, *theta_w_o, *centre_o, *z_x_o;
+    PyObject *z_r_o, *expit_o, *logdet_prev_o;
     Py_ssize_t t, stop, n;
     State s;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOOOOOnppppiOddddddd:rs_glinucb", &arms_o,
+    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOOOOOOnppppiOddddOdd:rs_glinucb", &arms_o,
                           &rewards_o, &regrets_o, &regret_o, &reward_o, &chosen_o, &t, &stop,
-                          &v_inv_o, &h_cur_o, &h_cur_inv_o, &prev_inv_o, &theta_w_o, &centre_o,
-                          &z_x_o, &z_r_o, &n, &s.aliased, &s.running_max, &s.strict,
+                          &v_inv_o, &h_cur_o, &h_cur_inv_o, &h_prev_o, &prev_inv_o, &theta_w_o,
+                          &centre_o, &z_x_o, &z_r_o, &n, &s.aliased, &s.running_max, &s.strict,
                           &s.divide_e, &s.link, &expit_o, &s.thr_w, &s.width, &s.beta,
-                          &s.log_dbl, &s.logdet_prev, &s.max_logdet_cur, &s.max_logdet_prev))
+                          &s.log_dbl, &logdet_prev_o, &s.max_logdet_cur, &s.max_logdet_prev))
         return NULL;
+    s.prev_known = logdet_prev_o != Py_None;
+    s.logdet_prev = s.prev_known ? PyFloat_AsDouble(logdet_prev_o) : 0.0;
+    if (s.prev_known && s.logdet_prev == -1.0 && PyErr_Occurred())
+        return NULL;
+    int prev_given = s.prev_known;
     Tables tb;
     if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
             || link_kind(s.link) < 0
@@ -291,6 +302,7 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     if ((s.v_inv = doubles(v_inv_o, "v_inv", 2, dd, 0)) == NULL
             || (s.h_cur = doubles(h_cur_o, "h_cur", 2, dd, 1)) == NULL
             || (s.h_cur_inv = doubles(h_cur_inv_o, "h_cur_inv", 2, dd, 1)) == NULL
+            || (s.h_prev = doubles(h_prev_o, "h_prev", 2, dd, 0)) == NULL
             || (s.prev_inv = doubles(prev_inv_o, "prev_inv", 2, dd, 0)) == NULL
             || (s.theta_w = doubles(theta_w_o, "theta_w", 1, only_d, 0)) == NULL
             || (s.centre = doubles(centre_o, "centre", 1, only_d, 0)) == NULL
@@ -330,9 +342,14 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     free_work(&w);
     if (failed)
         return NULL;
-    if (!known)
-        return Py_BuildValue("(nndO)", t, n, s.max_logdet_cur, Py_None);
-    return Py_BuildValue("(nndd)", t, n, s.max_logdet_cur, current);
+    PyObject *cur = known ? PyFloat_FromDouble(current) : Py_NewRef(Py_None);
+    PyObject *prev = s.prev_known && !prev_given ? PyFloat_FromDouble(s.logdet_prev)
+                                                 : Py_NewRef(Py_None);
+    PyObject *out = cur && prev ? Py_BuildValue("(nndOO)", t, n, s.max_logdet_cur, cur, prev)
+                                : NULL;
+    Py_XDECREF(cur);
+    Py_XDECREF(prev);
+    return out;
 }
 
 /* ---- ECOLog ------------------------------------------------------------------------ */
@@ -500,8 +517,10 @@ static int eco_update(Eco *e, EcoWork *w, const double *x, double r, Py_ssize_t 
         total += w->eigs[i];
     if (!isfinite(total))
         return 1;
-    Py_ssize_t iters = (Py_ssize_t)((1 / 0.75) * ceil((9.0 / 4 + e->diam / 8)
-                                                      * log(e->diam / (1.0 / (double)n))));
+    double count = (1 / 0.75) * ceil((9.0 / 4 + e->diam / 8) * log(e->diam / (1.0 / (double)n)));
+    if (!(count >= 0.0 && count < 1e9)) /* `ecolog_iterations` below 0 or not a count */
+        return 1;
+    Py_ssize_t iters = (Py_ssize_t)count;
     mat_vec(w->Q, 1, x, d, w->a); /* (Q.T @ x) / root */
     for (npy_intp i = 0; i < d; i++) {
         w->root[i] = sqrt(w->eigs[i]);
@@ -715,14 +734,15 @@ static PyObject *gloc(PyObject *self, PyObject *args)
 static PyMethodDef methods[] = {
     {"rs_glinucb", rs_glinucb, METH_VARARGS,
      "rs_glinucb(arms, rewards, regrets, regret, reward, chosen, t, stop, v_inv, h_cur, "
-     "h_cur_inv, prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, strict, "
-     "divide_e, link, expit, thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur, "
-     "max_logdet_prev) -> (next t, next n, max_logdet_cur, logdet): RS-GLinUCB's rounds t, "
-     "t + 1, … "
+     "h_cur_inv, h_prev, prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, "
+     "strict, divide_e, link, expit, thr_w, width, beta, log_dbl, logdet_prev, "
+     "max_logdet_cur, max_logdet_prev) -> (next t, next n, max_logdet_cur, logdet, "
+     "logdet_prev): RS-GLinUCB's rounds t, t + 1, … "
      "before stop on the tables, each recorded in regret, reward and chosen; h_cur, h_cur_inv, "
      "z_x and z_r are updated in place. It stops before a round whose arms warm up (x'V⁻¹x > "
      "thr_w), whose Criterion II is due, or where Z_tau (z_x) is full; logdet is ln det "
-     "h_cur where the last round computed it, else None."},
+     "h_cur where the last round computed it, else None; logdet_prev (None: not known) is "
+     "ln det h_prev where the call computed it, else None."},
     {"ecolog", ecolog, METH_VARARGS,
      "ecolog(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, expit, "
      "lam0, S, conf_delta, diam, eta, inside_tol, bound_slack, nan_compat, n, cum, "

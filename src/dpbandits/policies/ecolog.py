@@ -119,10 +119,12 @@ class ECOLog(Policy):
     def play_table(self, tables: OutcomeTables) -> None:
         """Stretches of rounds without a projection compiled (`_glm_rounds.ecolog`, the bits of
         `select` and `update`: tests/policies/test_ridge_rounds.py); a round whose online steps
-        project through `select` and `update`."""
+        project, or take fewer than no iterations, through `select` and `update`."""
         t, horizon = 0, len(tables.chosen)
+        compiled = isinstance(expit, np.ufunc)  # scipy's ufunc, not a Python wrapper
         while t < horizon:
-            t = self._compiled_rounds(tables, t)
+            if compiled:
+                t = self._compiled_rounds(tables, t)
             if t < horizon:
                 finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
                 t += 1

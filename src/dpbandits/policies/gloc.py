@@ -9,7 +9,7 @@ import numpy as np
 
 from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
-from dpbandits.links import LINK_KINDS, get_link
+from dpbandits.links import LINK_KINDS, compiled_mean, get_link
 from dpbandits.params import Declaration, boolean, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import confidence_delta
@@ -104,11 +104,14 @@ class GLOC(Policy):
     def play_table(self, tables: OutcomeTables) -> None:
         """The reference code's rounds in one compiled call (`_glm_rounds.gloc`, the bits of
         `select` and `update`: tests/policies/test_ridge_rounds.py); the paper's, with its
-        projection in the V-norm, round by round."""
+        projection in the V-norm, and a mean the compiled rounds do not compute, round by
+        round."""
         horizon = len(tables.chosen)
-        if self.paper:
+        if self.paper or not compiled_mean(self.link):
             for t in range(horizon):
                 finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
+            return
+        if horizon == 0:
             return
         a, tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta, False)
         mean = None if self.link.name == "linear" else self.link.mean
@@ -117,8 +120,7 @@ class GLOC(Policy):
             tables.chosen, 0, horizon, self.V, self.V_inv, self.theta, self.z,
             LINK_KINDS[self.link.name], mean, self.c_mu, self.conf_delta, a, tail, self.S,
             self.B)
-        if horizon:
-            self._theta_hat = None
+        self._theta_hat = None
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """V⁻¹, V, B, z and the ONS step, in the reference code's order (θ̂ = V⁻¹z on demand)."""

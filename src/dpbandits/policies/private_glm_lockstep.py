@@ -160,7 +160,7 @@ class PrivateGLMLockstep(Lockstep):
     def _compiled(self, arms: np.ndarray) -> bool:
         """Whether `_stacked`'s kernels take the round's arms and the V stacks: C-ordered
         float64 (the other stacks are this driver's own, always so)."""
-        return (arms.dtype == np.float64 and arms.flags.c_contiguous
+        return (arms.dtype == np.float64 and arms.flags.c_contiguous and arms.flags.aligned
                 and self.v_vecs.flags.c_contiguous and self.v_vals.flags.c_contiguous)
 
     def _criterion_two(self, t: int, rows: np.ndarray | None) -> None:

@@ -18,7 +18,7 @@ from dpbandits.glm import (
     quad_forms,
     sherman_morrison,
 )
-from dpbandits.links import LINK_KINDS, expit, get_link
+from dpbandits.links import LINK_KINDS, compiled_dot, expit, get_link
 from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import NEWTON_CAP, confidence_delta
@@ -275,7 +275,7 @@ class RSGLinUCB(Policy):
         the round where one stops, and every round of the determinant form of Criterion II,
         through `select` and `update`."""
         t, horizon = 0, len(tables.chosen)
-        compiled = not self.det_switch
+        compiled = not self.det_switch and compiled_dot(self.link)
         while t < horizon:
             if compiled:
                 t = self._compiled_rounds(tables, t)
@@ -287,18 +287,18 @@ class RSGLinUCB(Policy):
     def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
         """Rounds from t on in one compiled call, until one that warms up or switches; the next
         round to play."""
-        running = self.running_max_logdet
-        logdet_prev = math.nan if running or self.aliased else self._logdet_h_prev()
         centre = (self.theta_w + self.theta_tau) / 2 if self.ucb_centre == "mean" else (
             self.theta_tau)
         z = self.Z_tau
-        played, z.n, self.max_logdet_cur, logdet_cur = _glm_rounds.rs_glinucb(
+        played, z.n, self.max_logdet_cur, logdet_cur, logdet_prev = _glm_rounds.rs_glinucb(
             tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
             tables.chosen, t, len(tables.chosen), self.V_inv, self.H_cur, self.H_cur_inv,
-            self._prev_inv(), self.theta_w, centre, z.X, z.r, z.n, self.aliased, running,
-            self.strict_switch, self.h_divide_e, LINK_KINDS[self.link.name], expit, self.thr_w,
-            self.width, self.beta, self._log_dbl, logdet_prev, self.max_logdet_cur,
-            self.max_logdet_prev)
+            self.H_prev, self._prev_inv(), self.theta_w, centre, z.X, z.r, z.n, self.aliased,
+            self.running_max_logdet, self.strict_switch, self.h_divide_e,
+            LINK_KINDS[self.link.name], expit, self.thr_w, self.width, self.beta,
+            self._log_dbl, self._logdet_prev, self.max_logdet_cur, self.max_logdet_prev)
+        if logdet_prev is not None:  # computed where first needed, as `_logdet_h_prev` does
+            self._logdet_prev = logdet_prev
         if played > t:  # the rounds did not warm up; H_cur changed
             self.warmup_flag = False
         if played > t or logdet_cur is not None:

@@ -22,7 +22,7 @@ from dpbandits.contract import ProblemInfo
 from dpbandits.design import MAX_ITER as DESIGN_MAX_ITER
 from dpbandits.design import RANK_TOL, g_optimal_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.links import LINK_KINDS, expit, get_link
+from dpbandits.links import LINK_KINDS, compiled_dot, expit, get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
@@ -246,6 +246,8 @@ class ShuffleGLM(Policy):
     def _points(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(survivors, their design points, their weights w), compiled (`_stacked.
         shuffle_points`, the bits of `numpy_points`: tests/test_stacked.py)."""
+        if not compiled_dot(self.link):
+            return self.numpy_points(arms)
         found = _stacked.shuffle_points(
             np.ascontiguousarray(arms, dtype=float), *self._stacks(),
             self.gamma * self.kappa**self.beta_power, 2.0 * self.problem.S, self.problem.R,
@@ -283,6 +285,8 @@ class ShuffleGLM(Policy):
         the draw of `numpy_choice`: tests/test_design.py)."""
         if points.shape[0] == 1:
             return 0
+        if points.shape[0] == 0:  # no arm survived: refused where numpy's design is asked
+            return self.numpy_choice(points)
         generator = self.rng.bit_generator
         with generator.lock:
             index = _design.draw(np.ascontiguousarray(points, dtype=float), self.design_tol,

@@ -106,9 +106,10 @@ def compiled_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, total: np.nd
     a ufunc; it stops before an iteration whose clipped gradients are NaN or above the bound.
     The loop in `shuffle_gd` makes the rest."""
     mean = None if link.name == "linear" else link.mean
-    if not (isinstance(mean, np.ufunc | None) and compiled_rows(X)
-            and float(params.g).is_integer() and 1 <= params.g <= 2**40 and params.bound > 0
-            and y.dtype == np.float64 and y.flags.c_contiguous and y.flags.aligned):
+    if not (isinstance(mean, np.ufunc | None) and isinstance(rng, np.random.Generator)
+            and compiled_rows(X) and isinstance(y, np.ndarray) and y.dtype == np.float64
+            and y.flags.c_contiguous and y.flags.aligned
+            and float(params.g).is_integer() and 1 <= params.g <= 2**40 and params.bound > 0):
         return theta, 0
     blanket = functools.partial(blanket_deviation, params.n * params.b, params.p, params.dim,
                                 rng)
