@@ -266,13 +266,15 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
     }
     PyObject *bit_generator = PyObject_GetAttrString(rng, "bit_generator");
     PyObject *capsule = bit_generator ? PyObject_GetAttrString(bit_generator, "capsule") : NULL;
+    PyObject *lock = capsule ? PyObject_GetAttrString(bit_generator, "lock") : NULL;
     Py_XDECREF(bit_generator);
-    if (capsule == NULL || !PyCapsule_IsValid(capsule, "BitGenerator")) {
+    if (lock == NULL || !PyCapsule_IsValid(capsule, "BitGenerator")) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError))
             PyErr_Clear();
         if (!PyErr_Occurred())
             PyErr_SetString(PyExc_TypeError, "rng is not allowed; must be a numpy Generator");
         Py_XDECREF(capsule);
+        Py_XDECREF(lock);
         return NULL;
     }
     bitgen_t *bitgen = (bitgen_t *)PyCapsule_GetPointer(capsule, "BitGenerator");
@@ -301,7 +303,17 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
             break; /* numpy's calls make this iteration and the rest */
         for (npy_intp b = 0; b < d; b++)
             total[b] = total[b] + th[b];
+        /* the rounding draws under the generator's lock, as `Generator.random` takes it (the
+         * blanket's `binomial` takes it itself) */
+        PyObject *held = PyObject_CallMethod(lock, "acquire", NULL);
+        if (held == NULL)
+            goto finish;
+        Py_DECREF(held);
         draw_level_sums(bitgen, (const double *)PyArray_DATA(grads), n, d, bound, g, totals);
+        PyObject *released = PyObject_CallMethod(lock, "release", NULL);
+        if (released == NULL)
+            goto finish;
+        Py_DECREF(released);
         PyObject *blanket = PyObject_CallNoArgs(blanket_of);
         if (blanket == NULL)
             goto finish;
@@ -327,6 +339,7 @@ finish:
     Py_XDECREF((PyObject *)grads);
     Py_XDECREF(theta);
     Py_DECREF(capsule);
+    Py_DECREF(lock);
     PyMem_Free(work);
     PyMem_Free(totals);
     return result;
