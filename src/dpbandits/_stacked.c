@@ -389,29 +389,45 @@ static const double *arms_of(PyObject *arms_obj, npy_intp *K, npy_intp *d)
     return arms;
 }
 
+/* A round's elimination from its arguments: the arms and estimates `e` checked, `alive` (K)
+ * and `work` (2Kd + (3 + extra)K doubles) allocated (free both), and the survivors' count m
+ * (-1: none left before an estimate); -2 with an error. */
+static npy_intp elimination(PyObject *arms_obj, PyObject *thetas_obj, PyObject *vals_obj,
+                            PyObject *vecs_obj, PyObject *scales_obj, npy_intp extra,
+                            const double **arms, npy_intp *K, npy_intp *d, Estimates *e,
+                            npy_intp **alive, double **work)
+{
+    *alive = NULL;
+    *work = NULL;
+    *arms = arms_of(arms_obj, K, d);
+    if (*arms == NULL || estimates_of(thetas_obj, vals_obj, vecs_obj, scales_obj, *d, e) < 0)
+        return -2;
+    *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)*K);
+    *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * *K * *d + (3 + extra) * *K));
+    if (*alive == NULL || *work == NULL) {
+        PyErr_NoMemory();
+        return -2;
+    }
+    return eliminate(*arms, *K, *d, e, *alive, *work);
+}
+
 static PyObject *survivors(PyObject *self, PyObject *args)
 {
     PyObject *arms_obj, *thetas_obj, *vals_obj, *vecs_obj, *scales_obj;
     if (!PyArg_ParseTuple(args, "OOOOO:survivors", &arms_obj, &thetas_obj, &vals_obj,
                           &vecs_obj, &scales_obj))
         return NULL;
-    npy_intp K, d;
+    const double *arms;
+    npy_intp K, d, *alive;
+    double *work;
     Estimates e;
-    const double *arms = arms_of(arms_obj, &K, &d);
-    if (arms == NULL || estimates_of(thetas_obj, vals_obj, vecs_obj, scales_obj, d, &e) < 0)
-        return NULL;
-    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
-    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 3 * K));
-    if (alive == NULL || work == NULL) {
-        PyMem_Free(alive);
-        PyMem_Free(work);
-        return PyErr_NoMemory();
-    }
-    npy_intp m = eliminate(arms, K, d, &e, alive, work);
-    PyMem_Free(work);
-    PyObject *out = m < 0 ? Py_NewRef(Py_None) : PyArray_SimpleNew(1, &m, NPY_INTP);
+    npy_intp m = elimination(arms_obj, thetas_obj, vals_obj, vecs_obj, scales_obj, 0, &arms, &K,
+                             &d, &e, &alive, &work);
+    PyObject *out = m < -1 ? NULL : m < 0 ? Py_NewRef(Py_None)
+                                           : PyArray_SimpleNew(1, &m, NPY_INTP);
     if (out != NULL && out != Py_None)
         memcpy(PyArray_DATA((PyArrayObject *)out), alive, sizeof(npy_intp) * (size_t)m);
+    PyMem_Free(work);
     PyMem_Free(alive);
     return out;
 }
@@ -433,22 +449,15 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
         return NULL;
     if (link_kind(link) < 0 || (link == LOGISTIC && bind_ufunc(&expit, expit_obj, "expit") < 0))
         return NULL;
-    npy_intp K, d;
+    const double *arms;
+    npy_intp K, d, *alive;
+    double *work;
     Estimates e;
-    const double *arms = arms_of(arms_obj, &K, &d);
-    if (arms == NULL || estimates_of(thetas_obj, vals_obj, vecs_obj, scales_obj, d, &e) < 0)
-        return NULL;
-    npy_intp *alive = PyMem_Malloc(sizeof(npy_intp) * (size_t)K);
-    double *work = PyMem_Malloc(sizeof(double) * (size_t)(2 * K * d + 5 * K));
-    if (alive == NULL || work == NULL) {
-        PyMem_Free(alive);
-        PyMem_Free(work);
-        return PyErr_NoMemory();
-    }
-    npy_intp m = eliminate(arms, K, d, &e, alive, work);
+    npy_intp m = elimination(arms_obj, thetas_obj, vals_obj, vecs_obj, scales_obj, 2, &arms, &K,
+                             &d, &e, &alive, &work);
     PyObject *alive_arr = NULL, *points_arr = NULL, *w_arr = NULL, *out = NULL;
     if (m < 0) {
-        out = Py_NewRef(Py_None);
+        out = m < -1 ? NULL : Py_NewRef(Py_None);
         goto done;
     }
     npy_intp points_shape[2] = {m, d};
@@ -527,19 +536,6 @@ static PyObject *inverse_norms_of(PyObject *self, PyObject *args)
         inverse_norms(arms, K, d, vecs + i * step, vals + i * d, p, norms + i * K, 0);
     PyMem_Free(p);
     return out;
-}
-
-/* numpy's float64 argmax: the first largest value, or the first NaN. */
-static npy_intp first_argmax(const double *v, npy_intp n)
-{
-    npy_intp best = 0;
-    double top = v[0];
-    for (npy_intp i = 1; i < n && !isnan(top); i++)
-        if (!(v[i] <= top)) {
-            top = v[i];
-            best = i;
-        }
-    return best;
 }
 
 /*

@@ -105,6 +105,19 @@ static inline double nan_max(const double *v, npy_intp n)
     return top;
 }
 
+/* numpy's float64 argmax of n >= 1 values: the first largest, or the first NaN. */
+static inline npy_intp first_argmax(const double *v, npy_intp n)
+{
+    npy_intp best = 0;
+    double top = v[0];
+    for (npy_intp i = 1; i < n && !isnan(top); i++)
+        if (!(v[i] <= top)) {
+            top = v[i];
+            best = i;
+        }
+    return best;
+}
+
 /* Every one of the n values finite. */
 static inline int all_finite(const double *v, npy_intp n)
 {

@@ -128,19 +128,6 @@ static int quad_forms(PyArrayObject *x, const double *a, PyArrayObject *xa, PyAr
     return done == NULL ? -1 : 0;
 }
 
-/* numpy's float64 argmax: the first largest value, or the first NaN. */
-static npy_intp first_argmax(const double *v, npy_intp n)
-{
-    npy_intp best = 0;
-    double top = v[0];
-    for (npy_intp i = 1; i < n && !isnan(top); i++)
-        if (!(v[i] <= top)) {
-            top = v[i];
-            best = i;
-        }
-    return best;
-}
-
 /* The policy's state and constants that the rounds read and write. */
 typedef struct {
     npy_intp d, K, capacity;
