@@ -534,7 +534,7 @@ def test_glm_table_rounds_leave_warm_ups_and_switches_to_select(monkeypatch) -> 
 
     def nudged(*args: Any) -> Any:
         args = list(args)
-        args[12] = np.nextafter(args[12], np.inf)  # θ_w
+        args[8] = np.nextafter(args[8], np.inf)  # θ_w
         return compiled(*args)
 
     monkeypatch.setattr(_glm_rounds, "rs_glinucb", nudged)
@@ -550,8 +550,8 @@ def test_ecolog_table_rounds_give_the_round_loops_bits(params: dict[str, Any],
                          play("ECOLog", params, spec, trial, "paper", tables=False))
 
 
-@pytest.mark.parametrize("name,kernel,argument", [("ECOLog", "ecolog", 13),  # S
-                                                   ("GLOC", "gloc", 14)])  # c_μ
+@pytest.mark.parametrize("name,kernel,argument", [("ECOLog", "ecolog", 8),  # S
+                                                   ("GLOC", "gloc", 9)])  # c_μ
 def test_glm_table_rounds_with_a_changed_bit_are_caught(monkeypatch, name: str, kernel: str,
                                                         argument: int) -> None:
     """Negative control: one argument one ulp off in the compiled rounds changes the run."""

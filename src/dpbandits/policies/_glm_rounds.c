@@ -10,7 +10,7 @@
  *   eigenbasis, then Ṽ, Ṽ⁻¹ and the cumulative-loss term. The call stops before a round whose
  *   steps must project onto the ellipsoid; the policy plays that round.
  *
- * Every number is the one `RSGLinUCB.select` and `update` compute, by the same code
+ * Every number is the one the policies' `select` and `update` compute, by the same code
  * (tests/policies/test_ridge_rounds.py): products are numpy's float64 matmul loop, called with
  * the dimensions and steps numpy passes (x·θ for 1-d x and θ is its dot); the quadratic forms
  * are numpy's einsum (PyArray_EinsteinSum, what `small_linalg.einsum` calls) on arrays of the
@@ -36,72 +36,12 @@
 
 #include "../numpy_loops.h"
 #include "../glm_links.h"
+#include "outcome_tables.h"
 
 #define D ((npy_intp)sizeof(double))
 
 static Loop matmul_loop, exp_loop, slogdet_loop, eigh_loop, logaddexp_loop;
 static BoundUfunc expit;
-
-/* A C-contiguous aligned native float64 array of `ndim` dimensions with these sizes (-1: any,
- * at least 1), writable if asked. */
-static double *doubles(PyObject *object, const char *name, int ndim, const npy_intp *shape,
-                       int writable)
-{
-    PyArrayObject *a = (PyArrayObject *)object;
-    int ok = PyArray_Check(object) && PyArray_TYPE(a) == NPY_DOUBLE && PyArray_NDIM(a) == ndim
-             && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a)
-             && (!writable || PyArray_ISWRITEABLE(a));
-    for (int k = 0; ok && k < ndim; k++)
-        ok = shape[k] < 0 ? PyArray_DIM(a, k) >= 1 : PyArray_DIM(a, k) == shape[k];
-    if (ok)
-        return (double *)PyArray_DATA(a);
-    PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous native%s float64 "
-                 "array of %d dimensions with the sizes of the other arguments", name,
-                 writable ? " writable" : "", ndim);
-    return NULL;
-}
-
-/* The run's tables (`OutcomeTables`): the arms (T, K, d), every pull's reward and regret
- * (T, K), and what the rounds fill, checked with the rounds t … stop − 1 to play. */
-typedef struct {
-    npy_intp T, K, d;
-    const double *arms, *rewards, *regrets;
-    double *regret, *reward;
-    int64_t *chosen;
-} Tables;
-
-static int tables_of(PyObject *arms_o, PyObject *rewards_o, PyObject *regrets_o,
-                     PyObject *regret_o, PyObject *reward_o, PyObject *chosen_o, Py_ssize_t t,
-                     Py_ssize_t stop, Tables *tb)
-{
-    npy_intp any3[3] = {-1, -1, -1};
-    if ((tb->arms = doubles(arms_o, "arms", 3, any3, 0)) == NULL)
-        return -1;
-    tb->T = PyArray_DIM((PyArrayObject *)arms_o, 0);
-    tb->K = PyArray_DIM((PyArrayObject *)arms_o, 1);
-    tb->d = PyArray_DIM((PyArrayObject *)arms_o, 2);
-    npy_intp tk[2] = {tb->T, tb->K};
-    if ((tb->rewards = doubles(rewards_o, "rewards", 2, tk, 0)) == NULL
-            || (tb->regrets = doubles(regrets_o, "regrets", 2, tk, 0)) == NULL
-            || (tb->regret = doubles(regret_o, "regret", 1, &tb->T, 1)) == NULL
-            || (tb->reward = doubles(reward_o, "reward", 1, &tb->T, 1)) == NULL)
-        return -1;
-    PyArrayObject *chosen = (PyArrayObject *)chosen_o;
-    if (!PyArray_Check(chosen_o) || PyArray_TYPE(chosen) != NPY_INT64
-            || PyArray_NDIM(chosen) != 1 || PyArray_DIM(chosen, 0) != tb->T
-            || !PyArray_IS_C_CONTIGUOUS(chosen) || !PyArray_ISWRITEABLE(chosen)) {
-        PyErr_SetString(PyExc_ValueError, "chosen is not allowed; must be a writable "
-                        "C-contiguous int64 array of the tables' length");
-        return -1;
-    }
-    tb->chosen = (int64_t *)PyArray_DATA(chosen);
-    if (t < 0 || stop > tb->T || t > stop) {
-        PyErr_SetString(PyExc_ValueError, "t, stop are not allowed; must be 0 <= t <= stop <= "
-                        "the tables' length");
-        return -1;
-    }
-    return 0;
-}
 
 /* ln det a of a C-ordered d×d matrix as `glm.logdet` gives it: the slogdet loop's ln |det|,
  * −∞ where its sign is not > 0. */
@@ -126,6 +66,48 @@ static int quad_forms(PyArrayObject *x, const double *a, PyArrayObject *xa, PyAr
                                               NPY_SAFE_CASTING, out);
     Py_XDECREF(done);
     return done == NULL ? -1 : 0;
+}
+
+/* out = x @ v for the C-ordered K×d rows x and a d-vector v. */
+static void rows_dot(const double *x, npy_intp K, npy_intp d, const double *v, double *out)
+{
+    matmul_with(&matmul_loop, x, d * D, D, K, d, v, D, 0, 1, 1, out);
+}
+
+/* x · y of two contiguous d-vectors: numpy's 1-d @ 1-d (its dot). */
+static double dot(const double *x, const double *y, npy_intp d)
+{
+    double out;
+    rows_dot(x, 1, d, y, &out);
+    return out;
+}
+
+/* out = M @ v for a C-ordered d×d M, or Mᵀ @ v (`transposed`: the view M.T's steps). */
+static void mat_vec(const double *m, int transposed, const double *v, npy_intp d, double *out)
+{
+    if (!transposed)
+        rows_dot(m, d, d, v, out);
+    else
+        matmul_with(&matmul_loop, m, D, d * D, d, d, v, D, 0, 1, 1, out);
+}
+
+/* out = v @ M for a d-vector v and a C-ordered d×d M. */
+static void vec_mat(const double *v, const double *m, npy_intp d, double *out)
+{
+    matmul_with(&matmul_loop, v, d * D, D, 1, d, m, d * D, D, d, 0, out);
+}
+
+/* `glm.sherman_morrison` of A⁻¹ after A += w·xxᵀ, and that update of A itself: u = A⁻¹x,
+ * q = x·u, A⁻¹ −= (w/(1 + wq))·uuᵀ and A += w·(x xᵀ) (`u`: d scratch). */
+static void rank_one(double *a, double *a_inv, const double *x, double w, double *u, npy_intp d)
+{
+    mat_vec(a_inv, 0, x, d, u);
+    double coefficient = w / (1.0 + w * dot(x, u, d));
+    for (npy_intp i = 0; i < d; i++)
+        for (npy_intp j = 0; j < d; j++) {
+            a[i * d + j] = a[i * d + j] + w * (x[i] * x[j]);
+            a_inv[i * d + j] = a_inv[i * d + j] - coefficient * (u[i] * u[j]);
+        }
 }
 
 /* The policy's state and constants that the rounds read and write. */
@@ -169,20 +151,9 @@ static void grow(State *s, npy_intp n, const double *x, double r, double *u, int
     npy_intp d = s->d;
     memcpy(s->z_x + n * d, x, sizeof(double) * (size_t)d);
     s->z_r[n] = r;
-    double z, scratch;
-    matmul_with(&matmul_loop, x, d * D, D, 1, d, s->theta_w, D, 0, 1, 1, &z); /* x @ θ_w */
+    double z = dot(x, s->theta_w, d), scratch;
     link_dot(s->link, &expit.loop, &exp_loop, &z, &scratch, 1);
-    double weight = s->divide_e ? z / M_E : z;
-    for (npy_intp i = 0; i < d; i++)
-        for (npy_intp j = 0; j < d; j++)
-            s->h_cur[i * d + j] = s->h_cur[i * d + j] + weight * (x[i] * x[j]);
-    matmul_with(&matmul_loop, s->h_cur_inv, d * D, D, d, d, x, D, 0, 1, 1, u); /* A⁻¹x */
-    double q;
-    matmul_with(&matmul_loop, x, d * D, D, 1, d, u, D, 0, 1, 1, &q); /* x @ u */
-    double coefficient = weight / (1.0 + weight * q);
-    for (npy_intp i = 0; i < d; i++)
-        for (npy_intp j = 0; j < d; j++)
-            s->h_cur_inv[i * d + j] = s->h_cur_inv[i * d + j] - coefficient * (u[i] * u[j]);
+    rank_one(s->h_cur, s->h_cur_inv, x, s->divide_e ? z / M_E : z, u, d);
     *known = s->running_max;
     if (s->running_max) {
         *current = logdet(s->h_cur, d);
@@ -233,7 +204,7 @@ static npy_intp choose(const State *s, Work *w)
 {
     npy_intp K = s->K, d = s->d;
     const double *x = PyArray_DATA(w->x), *m = PyArray_DATA(w->m);
-    matmul_with(&matmul_loop, x, d * D, D, K, d, s->theta_w, D, 0, 1, 1, w->c); /* arms @ θ_w */
+    rows_dot(x, K, d, s->theta_w, w->c); /* arms @ θ_w */
     for (npy_intp k = 0; k < K; k++) {
         w->width[k] = s->width * sqrt(m[k]);
         w->low[k] = w->c[k] - w->width[k];
@@ -242,7 +213,7 @@ static npy_intp choose(const State *s, Work *w)
     if (quad_forms(w->x, s->prev_inv, w->xa, w->q) < 0)
         return -1;
     const double *q = PyArray_DATA(w->q);
-    matmul_with(&matmul_loop, x, d * D, D, K, d, s->centre, D, 0, 1, 1, w->index);
+    rows_dot(x, K, d, s->centre, w->index);
     for (npy_intp k = 0; k < K; k++) {
         w->index[k] = w->index[k] + s->beta * sqrt(q[k]);
         if (!(w->c[k] + w->width[k] >= top))
@@ -252,21 +223,18 @@ static npy_intp choose(const State *s, Work *w)
 }
 
 /*
- * rs_glinucb(arms, rewards, regrets, regret, reward, chosen, t, stop, v_inv, h_cur, h_cur_inv,
- *            h_prev, prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, strict,
- *            divide_e, link, expit, thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur,
- *            max_logdet_prev) → (next t, next n, max_logdet_cur, ln det H_cur or None,
- *            ln det H_prev or None)
+ * rs_glinucb(tables, t, stop, v_inv, h_cur, h_cur_inv, h_prev, prev_inv, theta_w, centre,
+ *            z_x, z_r, n, aliased, running_max, strict, divide_e, link, expit, thr_w, width,
+ *            beta, log_dbl, logdet_prev, max_logdet_cur, max_logdet_prev)
+ * → (next t, next n, max_logdet_cur, ln det H_cur or None, ln det H_prev or None)
  */
 static PyObject *rs_glinucb(PyObject *self, PyObject *args)
 {
-    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_inv_o;
-    PyObject *h_cur_o, *h_cur_inv_o, *h_prev_o, *prev_inv_o, *theta_w_o, *centre_o, *z_x_o;
-    PyObject *z_r_o, *expit_o, *logdet_prev_o;
+    PyObject *tables_o, *v_inv_o, *h_cur_o, *h_cur_inv_o, *h_prev_o, *prev_inv_o, *theta_w_o;
+    PyObject *centre_o, *z_x_o, *z_r_o, *expit_o, *logdet_prev_o;
     Py_ssize_t t, stop, n;
     State s;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOOOOOOnppppiOddddOdd:rs_glinucb", &arms_o,
-                          &rewards_o, &regrets_o, &regret_o, &reward_o, &chosen_o, &t, &stop,
+    if (!PyArg_ParseTuple(args, "OnnOOOOOOOOOnppppiOddddOdd:rs_glinucb", &tables_o, &t, &stop,
                           &v_inv_o, &h_cur_o, &h_cur_inv_o, &h_prev_o, &prev_inv_o, &theta_w_o,
                           &centre_o, &z_x_o, &z_r_o, &n, &s.aliased, &s.running_max, &s.strict,
                           &s.divide_e, &s.link, &expit_o, &s.thr_w, &s.width, &s.beta,
@@ -278,8 +246,7 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
         return NULL;
     int prev_given = s.prev_known;
     Tables tb;
-    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
-            || link_kind(s.link) < 0
+    if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(s.link) < 0
             || (s.link == LOGISTIC && bind_ufunc(&expit, expit_o, "expit") < 0))
         return NULL;
     s.K = tb.K;
@@ -356,21 +323,6 @@ typedef struct {
     double *eigs, *Q, *root, *inv_eigs, *a, *wa, *z0, *w0, *z, *y, *theta, *theta_bar, *diff;
     double *dv, *u, *v_new, *v_inv_new;
 } EcoWork;
-
-/* x · y of two contiguous d-vectors: numpy's 1-d @ 1-d (its dot). */
-static double dot(const double *x, const double *y, npy_intp d)
-{
-    double out;
-    matmul_with(&matmul_loop, x, d * D, D, 1, d, y, D, 0, 1, 1, &out);
-    return out;
-}
-
-/* out = M @ v for a C-ordered d×d M, or Mᵀ @ v (`transposed`: the view M.T's steps). */
-static void mat_vec(const double *m, int transposed, const double *v, npy_intp d, double *out)
-{
-    npy_intp rows = transposed ? D : d * D, cols = transposed ? d * D : D;
-    matmul_with(&matmul_loop, m, rows, cols, d, d, v, D, 0, 1, 1, out);
-}
 
 /* `expit` of one value, as scipy's ufunc on a 0-d array gives it. */
 static double expit1(double z)
@@ -481,7 +433,7 @@ static npy_intp eco_select(const Eco *e, Work *work, int *clamped)
     if (quad_forms(work->x, e->V_inv, work->xa, work->q) < 0)
         return -1;
     const double *x = PyArray_DATA(work->x), *q = PyArray_DATA(work->q);
-    matmul_with(&matmul_loop, x, d * D, D, K, d, e->theta, D, 0, 1, 1, work->c); /* arms @ θ */
+    rows_dot(x, K, d, e->theta, work->c); /* arms @ θ */
     apply(&expit.loop, work->c, work->index, K);
     double radius = sqrt(rad2);
     for (npy_intp k = 0; k < K; k++)
@@ -521,7 +473,7 @@ static int eco_update(Eco *e, EcoWork *w, const double *x, double r, Py_ssize_t 
         return 1;
     for (npy_intp i = 0; i < d; i++)
         w->diff[i] = w->theta[i] - w->theta_bar[i];
-    matmul_with(&matmul_loop, w->diff, d * D, D, 1, d, e->V, d * D, D, d, 0, w->dv);
+    vec_mat(w->diff, e->V, d, w->dv);
     double spread = dot(w->dv, w->diff, d); /* diff @ Ṽ @ diff */
     double disc = sqrt(0.0 > spread ? 0.0 : spread);
     double z = dot(x, w->theta, d), z_bar = dot(x, w->theta_bar, d);
@@ -529,41 +481,30 @@ static int eco_update(Eco *e, EcoWork *w, const double *x, double r, Py_ssize_t 
     double p_bar = expit1(z_bar), s_bar = p_bar * (1.0 - p_bar);
     memcpy(w->v_new, e->V, sizeof(double) * (size_t)(d * d));
     memcpy(w->v_inv_new, e->V_inv, sizeof(double) * (size_t)(d * d));
-    for (npy_intp i = 0; i < d; i++)
-        for (npy_intp j = 0; j < d; j++)
-            w->v_new[i * d + j] = w->v_new[i * d + j] + s * (x[i] * x[j]);
-    mat_vec(w->v_inv_new, 0, x, d, w->u); /* Sherman–Morrison */
-    double q = dot(x, w->u, d), coefficient = s / (1.0 + s * q);
-    for (npy_intp i = 0; i < d; i++)
-        for (npy_intp j = 0; j < d; j++)
-            w->v_inv_new[i * d + j] = w->v_inv_new[i * d + j] - coefficient * (w->u[i] * w->u[j]);
+    rank_one(w->v_new, w->v_inv_new, x, s, w->u, d);
     *violation = s_bar > 2.0 * s;
     *cum_delta = 2 * (1 + e->S) * (nll(z_bar, r) - nll(z, r)) - 0.5 * disc;
     return 0;
 }
 
 /*
- * ecolog(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, expit, lam0,
- *        S, conf_delta, diam, eta, inside_tol, bound_slack, nan_compat, n, cum, clamp_events,
- *        violations)
+ * ecolog(tables, t, stop, v, v_inv, theta, expit, lam0, S, conf_delta, diam, eta, inside_tol,
+ *        bound_slack, nan_compat, n, cum, clamp_events, violations)
  * → (next t, n, cum, clamp_events, violations, first violation round or -1,
  *    most iterations of a step without projections or -1)
  */
 static PyObject *ecolog(PyObject *self, PyObject *args)
 {
-    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_o, *v_inv_o;
-    PyObject *theta_o, *expit_o;
+    PyObject *tables_o, *v_o, *v_inv_o, *theta_o, *expit_o;
     Py_ssize_t t, stop;
     Eco e;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOdddddddpndnn:ecolog", &arms_o, &rewards_o,
-                          &regrets_o, &regret_o, &reward_o, &chosen_o, &t, &stop, &v_o,
+    if (!PyArg_ParseTuple(args, "OnnOOOOdddddddpndnn:ecolog", &tables_o, &t, &stop, &v_o,
                           &v_inv_o, &theta_o, &expit_o, &e.lam0, &e.S, &e.conf_delta, &e.diam,
                           &e.eta, &e.inside_tol, &e.bound_slack, &e.nan_compat, &e.n, &e.cum,
                           &e.clamp_events, &e.violations))
         return NULL;
     Tables tb;
-    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
-            || bind_ufunc(&expit, expit_o, "expit") < 0)
+    if (tables_from(tables_o, t, stop, &tb) < 0 || bind_ufunc(&expit, expit_o, "expit") < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     e.d = d;
@@ -634,24 +575,21 @@ static void link_mean(int link, double *z, double *out, npy_intp m)
 }
 
 /*
- * gloc(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, z, link, mean,
- *      c_mu, delta, a, tail, S, B) → (next t, B)
+ * gloc(tables, t, stop, v, v_inv, theta, z, link, mean, c_mu, delta, a, tail, S, B)
+ * → (next t, B)
  */
 static PyObject *gloc(PyObject *self, PyObject *args)
 {
-    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *v_o, *v_inv_o;
-    PyObject *theta_o, *z_o, *mean_o;
+    PyObject *tables_o, *v_o, *v_inv_o, *theta_o, *z_o, *mean_o;
     Py_ssize_t t, stop;
     int link;
     double c_mu, delta, a, tail, S, B;
-    if (!PyArg_ParseTuple(args, "OOOOOOnnOOOOiOdddddd:gloc", &arms_o, &rewards_o, &regrets_o,
-                          &regret_o, &reward_o, &chosen_o, &t, &stop, &v_o, &v_inv_o, &theta_o,
-                          &z_o, &link, &mean_o, &c_mu, &delta, &a, &tail, &S, &B))
+    if (!PyArg_ParseTuple(args, "OnnOOOOiOdddddd:gloc", &tables_o, &t, &stop, &v_o, &v_inv_o,
+                          &theta_o, &z_o, &link, &mean_o, &c_mu, &delta, &a, &tail, &S, &B))
         return NULL;
     Tables tb;
-    if (tables_of(arms_o, rewards_o, regrets_o, regret_o, reward_o, chosen_o, t, stop, &tb) < 0
-            || link_kind(link) < 0 || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o,
-                                                                   "mean") < 0))
+    if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(link) < 0
+            || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o, "mean") < 0))
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     double *V, *V_inv, *theta, *z;
@@ -676,8 +614,7 @@ static PyObject *gloc(PyObject *self, PyObject *args)
         double inner = (2.0 / delta) * sqrt(1.0 + 2.0 * B / c_mu + tail);
         double radius = sqrt(1.0 + (4.0 / c_mu) * B + 8.0 * a * log(inner));
         const double *q = PyArray_DATA(work.q);
-        matmul_with(&matmul_loop, PyArray_DATA(work.x), d * D, D, K, d, theta, D, 0, 1, 1,
-                    work.c); /* arms @ θ */
+        rows_dot(PyArray_DATA(work.x), K, d, theta, work.c); /* arms @ θ */
         link_mean(link, work.c, work.index, K);
         for (npy_intp k = 0; k < K; k++)
             work.index[k] = work.index[k] + radius * sqrt(q[k]);
@@ -687,19 +624,13 @@ static PyObject *gloc(PyObject *self, PyObject *args)
         tb.chosen[t] = choice;
         tb.regret[t] = tb.regrets[t * K + choice];
         tb.reward[t] = r;
-        /* update: V⁻¹ by Sherman–Morrison (w = 1), V, B, z and the ONS step */
-        mat_vec(V_inv, 0, x, d, u);
-        double coefficient = 1.0 / (1.0 + 1.0 * dot(x, u, d));
-        for (npy_intp i = 0; i < d; i++)
-            for (npy_intp j = 0; j < d; j++) {
-                V_inv[i * d + j] = V_inv[i * d + j] - coefficient * (u[i] * u[j]);
-                V[i * d + j] = V[i * d + j] + x[i] * x[j];
-            }
+        /* update: V and V⁻¹ (w = 1: 1·(x_i x_j) is x_i x_j), B, z and the ONS step */
+        rank_one(V, V_inv, x, 1.0, u, d);
         double xtheta = dot(x, theta, d), mean;
         link_mean(link, &xtheta, &mean, 1);
         for (npy_intp i = 0; i < d; i++)
             g[i] = (mean - r) * x[i];
-        matmul_with(&matmul_loop, g, d * D, D, 1, d, V_inv, d * D, D, d, 0, gv); /* g @ V⁻¹ */
+        vec_mat(g, V_inv, d, gv); /* g @ V⁻¹ */
         B = B + (0.5 / c_mu) * dot(gv, g, d);
         mat_vec(V_inv, 0, g, d, gv); /* V⁻¹ @ g */
         for (npy_intp i = 0; i < d; i++) {
@@ -720,38 +651,37 @@ static PyObject *gloc(PyObject *self, PyObject *args)
 
 static PyMethodDef methods[] = {
     {"rs_glinucb", rs_glinucb, METH_VARARGS,
-     "rs_glinucb(arms, rewards, regrets, regret, reward, chosen, t, stop, v_inv, h_cur, "
-     "h_cur_inv, h_prev, prev_inv, theta_w, centre, z_x, z_r, n, aliased, running_max, "
-     "strict, divide_e, link, expit, thr_w, width, beta, log_dbl, logdet_prev, "
-     "max_logdet_cur, max_logdet_prev) -> (next t, next n, max_logdet_cur, logdet, "
-     "logdet_prev): RS-GLinUCB's rounds t, t + 1, … "
-     "before stop on the tables, each recorded in regret, reward and chosen; h_cur, h_cur_inv, "
-     "z_x and z_r are updated in place. It stops before a round whose arms warm up (x'V⁻¹x > "
-     "thr_w), whose Criterion II is due, or where Z_tau (z_x) is full; logdet is ln det "
-     "h_cur where the last round computed it, else None; logdet_prev (None: not known) is "
-     "ln det h_prev where the call computed it, else None."},
+     "rs_glinucb(tables, t, stop, v_inv, h_cur, h_cur_inv, h_prev, prev_inv, theta_w, centre, "
+     "z_x, z_r, n, aliased, running_max, strict, divide_e, link, expit, thr_w, width, beta, "
+     "log_dbl, logdet_prev, max_logdet_cur, max_logdet_prev) -> (next t, next n, "
+     "max_logdet_cur, logdet, logdet_prev): RS-GLinUCB's rounds t, t + 1, … before stop on the "
+     "`OutcomeTables`, each recorded in regret, reward and chosen; h_cur, h_cur_inv, z_x and "
+     "z_r are updated in place. It stops before a round whose arms warm up (x'V⁻¹x > thr_w), "
+     "whose Criterion II is due, or where Z_tau (z_x) is full; logdet is ln det h_cur where "
+     "the last round computed it, else None; logdet_prev (None: not known) is ln det h_prev "
+     "where the call computed it, else None."},
     {"ecolog", ecolog, METH_VARARGS,
-     "ecolog(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, expit, "
-     "lam0, S, conf_delta, diam, eta, inside_tol, bound_slack, nan_compat, n, cum, "
-     "clamp_events, violations) -> (next t, n, cum, clamp_events, violations, first "
-     "violation, most inside iterations): ECOLog's rounds t, t + 1, … before stop on the "
-     "tables, each recorded in regret, reward and chosen; v, v_inv and theta are updated in "
-     "place. It stops before a round whose online steps project or whose eigenvalues do not "
-     "sum to a finite number (the policy makes that round); the first round with "
-     "σ̇(xᵀθ̄) > 2σ̇(xᵀθ) or -1, and the most iterations of a step without projections (-1: "
-     "none), which the policy's coefficient lists must cover."},
+     "ecolog(tables, t, stop, v, v_inv, theta, expit, lam0, S, conf_delta, diam, eta, "
+     "inside_tol, bound_slack, nan_compat, n, cum, clamp_events, violations) -> (next t, n, "
+     "cum, clamp_events, violations, first violation, most inside iterations): ECOLog's "
+     "rounds t, t + 1, … before stop on the `OutcomeTables`, each recorded in regret, reward "
+     "and chosen; v, v_inv and theta are updated in place. It stops before a round whose "
+     "online steps project or whose eigenvalues do not sum to a finite number (the policy "
+     "makes that round); the first round with σ̇(xᵀθ̄) > 2σ̇(xᵀθ) or -1, and the most "
+     "iterations of a step without projections (-1: none), which the policy's coefficient "
+     "lists must cover."},
     {"gloc", gloc, METH_VARARGS,
-     "gloc(arms, rewards, regrets, regret, reward, chosen, t, stop, v, v_inv, theta, z, link, "
-     "mean, c_mu, delta, a, tail, S, B) -> (next t, B): the rounds t … stop − 1 of the "
-     "authors' GLOC on the tables (the reference code's radius with its constants a and tail, "
-     "the mean ufunc of link 0 or 1, the identity for 2), each recorded in regret, reward and "
-     "chosen; v, v_inv, theta and z are updated in place."},
+     "gloc(tables, t, stop, v, v_inv, theta, z, link, mean, c_mu, delta, a, tail, S, B) -> "
+     "(next t, B): the rounds t … stop − 1 of the authors' GLOC on the `OutcomeTables` (the "
+     "reference code's radius with its constants a and tail, the mean ufunc of link 0 or 1, "
+     "the identity for 2), each recorded in regret, reward and chosen; v, v_inv, theta and z "
+     "are updated in place."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_glm_rounds",
-    "RS-GLinUCB's table rounds, on numpy's own kernels.", -1, methods,
+    "The GLM baselines' table rounds, on numpy's own kernels.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__glm_rounds(void)

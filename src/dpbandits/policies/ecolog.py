@@ -135,8 +135,7 @@ class ECOLog(Policy):
         counted = self.sensitivity_violations
         (played, self.n, self.cum, self.clamp_events, self.sensitivity_violations, first,
          inside) = _glm_rounds.ecolog(
-            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
-            tables.chosen, t, len(tables.chosen), self.V, self.V_inv, self.theta, expit,
+            tables, t, len(tables.chosen), self.V, self.V_inv, self.theta, expit,
             self.lam0, self.S, self.conf_delta, self.diam, self.step_size, INSIDE_TOL,
             _BOUND_SLACK, self.nan_compat, self.n, self.cum, self.clamp_events, counted)
         if first >= 0 and counted == 0:

@@ -116,8 +116,7 @@ class GLOC(Policy):
         a, tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta, False)
         mean = None if self.link.name == "linear" else self.link.mean
         _, self.B = _glm_rounds.gloc(
-            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
-            tables.chosen, 0, horizon, self.V, self.V_inv, self.theta, self.z,
+            tables, 0, horizon, self.V, self.V_inv, self.theta, self.z,
             LINK_KINDS[self.link.name], mean, self.c_mu, self.conf_delta, a, tail, self.S,
             self.B)
         self._theta_hat = None

@@ -291,8 +291,7 @@ class RSGLinUCB(Policy):
             self.theta_tau)
         z = self.Z_tau
         played, z.n, self.max_logdet_cur, logdet_cur, logdet_prev = _glm_rounds.rs_glinucb(
-            tables.arms, tables.rewards, tables.regrets, tables.regret, tables.reward,
-            tables.chosen, t, len(tables.chosen), self.V_inv, self.H_cur, self.H_cur_inv,
+            tables, t, len(tables.chosen), self.V_inv, self.H_cur, self.H_cur_inv,
             self.H_prev, self._prev_inv(), self.theta_w, centre, z.X, z.r, z.n, self.aliased,
             self.running_max_logdet, self.strict_switch, self.h_divide_e,
             LINK_KINDS[self.link.name], expit, self.thr_w, self.width, self.beta,
