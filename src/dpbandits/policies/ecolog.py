@@ -17,7 +17,7 @@ from dpbandits.policies._glm_common import (
     confidence_delta,
 )
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import finish_round
+from dpbandits.policies.ridge_rounds import play_stretches
 from dpbandits.scipy_kernels import special
 
 expit = special.expit
@@ -120,14 +120,8 @@ class ECOLog(Policy):
         """Stretches of rounds without a projection compiled (`_glm_rounds.ecolog`, the bits of
         `select` and `update`: tests/policies/test_ridge_rounds.py); a round whose online steps
         project, or take fewer than no iterations, through `select` and `update`."""
-        t, horizon = 0, len(tables.chosen)
         compiled = isinstance(expit, np.ufunc)  # scipy's ufunc, not a Python wrapper
-        while t < horizon:
-            if compiled:
-                t = self._compiled_rounds(tables, t)
-            if t < horizon:
-                finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
-                t += 1
+        play_stretches(self, tables, self._compiled_rounds if compiled else None)
 
     def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
         """Rounds from t on in one compiled call, until one whose steps project; the next round

@@ -14,7 +14,7 @@ from dpbandits.params import Declaration, boolean, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import confidence_delta
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import finish_round
+from dpbandits.policies.ridge_rounds import play_stretches
 
 
 def gloc_b0(c_mu: float, S: float, lam0: float) -> float:
@@ -108,8 +108,7 @@ class GLOC(Policy):
         round."""
         horizon = len(tables.chosen)
         if self.paper or not compiled_mean(self.link):
-            for t in range(horizon):
-                finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
+            play_stretches(self, tables, None)
             return
         if horizon == 0:
             return

@@ -7,7 +7,7 @@ policies call, so a round gives the Python round's bits (docs/architecture.md, "
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -19,6 +19,7 @@ from dpbandits.policies.linear_core import SNAP_LIMIT
 from dpbandits.scipy_kernels import blas, lapack
 
 if TYPE_CHECKING:
+    from dpbandits.policies.base import Policy
     from dpbandits.policies.dgs_linucb import DGSLinUCB
     from dpbandits.policies.episodic_zcdp import ZCDPEpisodic, _SwitchingIncrement
     from dpbandits.policies.jdp_linucb import JDPLinUCB
@@ -157,7 +158,21 @@ def play_dgs(policy: DGSLinUCB, tables: OutcomeTables, t: int) -> tuple[int, boo
     return t_next, python_round
 
 
-def finish_round(policy: LinearPolicy, tables: OutcomeTables, t: int, index: int) -> None:
+def play_stretches(policy: Policy, tables: OutcomeTables,
+                   stretch: Callable[[OutcomeTables, int], int] | None) -> None:
+    """Every round of the tables: from round t, `stretch(tables, t)` plays compiled rounds and
+    returns the next one to play, which `select` and `finish_round` then play; without a
+    stretch, every round so."""
+    t, horizon = 0, len(tables.chosen)
+    while t < horizon:
+        if stretch is not None:
+            t = stretch(tables, t)
+        if t < horizon:
+            finish_round(policy, tables, t, int(policy.select(t, tables.arms[t])))
+            t += 1
+
+
+def finish_round(policy: Policy, tables: OutcomeTables, t: int, index: int) -> None:
     """Round t's pull of arm `index` recorded in the tables and fed to `policy.update`, as the
     round loop does."""
     reward = float(tables.rewards[t, index])

@@ -23,7 +23,7 @@ from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import NEWTON_CAP, confidence_delta
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import finish_round
+from dpbandits.policies.ridge_rounds import play_stretches
 
 VARIANTS = ("T2", "C", "SW", "paper")
 
@@ -274,15 +274,8 @@ class RSGLinUCB(Policy):
         rs_glinucb`, the bits of `select` and `update`: tests/policies/test_ridge_rounds.py);
         the round where one stops, and every round of the determinant form of Criterion II,
         through `select` and `update`."""
-        t, horizon = 0, len(tables.chosen)
         compiled = not self.det_switch and compiled_dot(self.link)
-        while t < horizon:
-            if compiled:
-                t = self._compiled_rounds(tables, t)
-                if t == horizon:
-                    break
-            finish_round(self, tables, t, int(self.select(t, tables.arms[t])))
-            t += 1
+        play_stretches(self, tables, self._compiled_rounds if compiled else None)
 
     def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
         """Rounds from t on in one compiled call, until one that warms up or switches; the next

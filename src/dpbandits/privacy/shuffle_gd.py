@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits.errors import ConfigError
-from dpbandits.links import Link
+from dpbandits.links import Link, compiled_mean
 from dpbandits.privacy import _shuffle
 from dpbandits.privacy.dpsgd import project_ball
 from dpbandits.privacy.split import split
@@ -22,6 +22,7 @@ from dpbandits.privacy.vector_sum import (
     MAX_EPSILON,
     VectorSumParams,
     blanket_deviation,
+    compiled_levels,
     compiled_rows,
     vector_sum,
     vector_sum_params,
@@ -105,12 +106,11 @@ def compiled_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, total: np.nd
     made). None are made for arrays or constants it does not take or a link whose mean is not
     a ufunc; it stops before an iteration whose clipped gradients are NaN or above the bound.
     The loop in `shuffle_gd` makes the rest."""
-    mean = None if link.name == "linear" else link.mean
-    if not (isinstance(mean, np.ufunc | None) and isinstance(rng, np.random.Generator)
-            and compiled_rows(X) and isinstance(y, np.ndarray) and y.dtype == np.float64
-            and y.flags.c_contiguous and y.flags.aligned
-            and float(params.g).is_integer() and 1 <= params.g <= 2**40 and params.bound > 0):
+    if not (compiled_mean(link) and isinstance(rng, np.random.Generator) and compiled_rows(X)
+            and isinstance(y, np.ndarray) and y.dtype == np.float64 and y.flags.c_contiguous
+            and y.flags.aligned and compiled_levels(params) and params.bound > 0):
         return theta, 0
+    mean = None if link.name == "linear" else link.mean
     blanket = functools.partial(blanket_deviation, params.n * params.b, params.p, params.dim,
                                 rng)
     return _shuffle.gd_steps(X, y, np.ascontiguousarray(theta, dtype=float), total, iters,

@@ -103,6 +103,11 @@ def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
     return v
 
 
+def compiled_levels(params: VectorSumParams) -> bool:
+    """Whether `_shuffle` sums these levels: g an integer in [1, 2^40]."""
+    return float(params.g).is_integer() and 1 <= params.g <= 2**40
+
+
 def compiled_rows(v: np.ndarray) -> bool:
     """Whether `_shuffle` takes these vectors: C-ordered aligned native float64 (n, D),
     n, D ≥ 1 (others take numpy's calls)."""
@@ -130,10 +135,8 @@ def _level_sums(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
     """Σ_u ȳ_u per coordinate as floats, from the same rounding draws (compiled in `_shuffle`
     where it takes the vectors and no value is NaN)."""
     uniforms = rng.random(v.shape)
-    g = params.g
-    integral = float(g).is_integer() and 1 <= g <= 2**40
-    sums = (_shuffle.level_sums(v, params.bound, int(g), uniforms)
-            if integral and compiled_rows(v) else None)
+    sums = (_shuffle.level_sums(v, params.bound, int(params.g), uniforms)
+            if compiled_levels(params) and compiled_rows(v) else None)
     if sums is None:
         sums = _levels(v, params, uniforms)[0].sum(axis=0).astype(float)
     return sums
