@@ -43,12 +43,14 @@ def test_a_shard_job_loads_scipy_kernels_only_with_the_modules_that_use_them():
                                                        "scipy.linalg._flapack"]
 
 
-def test_figure_and_aggregation_jobs_do_not_load_scipy_stats():
+def test_figure_aggregation_and_report_jobs_do_not_load_scipy_stats():
     imports = "import dpbandits.aggregate, dpbandits.outputs.common, dpbandits.stats"
     assert loaded(imports, ("scipy.stats",)) == []
-    assert loaded(imports + "\nfrom dpbandits.stats import welch_t_test\n"
-                  "import numpy as np; welch_t_test(np.ones(3), np.arange(3.0))",
-                  ("scipy.stats",)) == ["scipy.stats"]
+    tests = ("\nimport numpy as np; from dpbandits import stats; x = np.arange(4.0)\n"
+             "stats.welch_t_test(x, x ** 2); stats.paired_t_test(x, x ** 2)\n"
+             "stats.slope_t_test(x, x ** 2, increasing=True)")
+    assert loaded(imports + tests, ("scipy.stats",)) == []
+    assert loaded(imports + "\nimport scipy.stats", ("scipy.stats",)) == ["scipy.stats"]
 
 
 def test_policy_modules_load_scipy_optimize_only_where_a_solver_runs():

@@ -53,13 +53,36 @@ def test_differences_paired_and_welch(rng):
     assert df == pytest.approx(res.df)
 
 
-def test_t_tests_match_scipy(rng):
-    x = rng.normal(0, 1, 10)
-    y = x + rng.normal(0.3, 0.5, 10)
-    assert stats.paired_t_test(x, y) == pytest.approx(tuple(sp.ttest_rel(x, y)))
-    assert stats.paired_t_test(x, y, "less")[1] == sp.ttest_rel(x, y, alternative="less").pvalue
-    assert stats.welch_t_test(x, y, "greater")[1] == pytest.approx(
-        sp.ttest_ind(x, y, equal_var=False, alternative="greater").pvalue)
+@pytest.mark.parametrize("alternative", ["two-sided", "less", "greater"])
+def test_t_tests_give_scipy_stats_numbers_bit_for_bit(rng, alternative):
+    for _ in range(200):
+        n, m = rng.integers(2, 30, size=2)
+        x = rng.normal(0, 1, n) * rng.uniform(0.01, 100)
+        y = x + rng.normal(rng.normal(), rng.uniform(0.01, 2), n)
+        z = rng.normal(0.2, 2, m)
+        paired = sp.ttest_rel(x, y, alternative=alternative)
+        welch = sp.ttest_ind(x, z, equal_var=False, alternative=alternative)
+        assert stats.paired_t_test(x, y, alternative) == (paired.statistic, paired.pvalue)
+        assert stats.welch_t_test(x, z, alternative) == (welch.statistic, welch.pvalue)
+
+
+def test_t_tests_of_constant_samples_are_nan_or_infinite_as_in_scipy_stats():
+    same, ones, zeros = np.ones(3), np.ones(3), np.zeros(4)
+    assert all(np.isnan(stats.paired_t_test(same, ones)))
+    assert all(np.isnan(stats.welch_t_test(ones, np.ones(4))))
+    assert stats.welch_t_test(ones, zeros, "less") == (np.inf, 1.0)
+    with pytest.raises(ValueError, match="alternative = 'bigger' is not allowed"):
+        stats.paired_t_test(ones, same + 1, "bigger")
+
+
+def test_slope_and_its_standard_error_are_scipy_linregress_numbers(rng):
+    for _ in range(200):
+        x = np.repeat(np.arange(1.0, 1 + rng.integers(2, 6)), rng.integers(1, 4))
+        y = 2 * x + rng.normal(0, 1, len(x))
+        fit = sp.linregress(x, y)
+        assert stats._least_squares_slope(x, y) == (fit.slope, fit.stderr)
+    with pytest.raises(ValueError, match="two distinct x values"):
+        stats.slope_t_test(np.ones(4), np.arange(4.0), increasing=True)
 
 
 def test_variance_ratio_and_slope(rng):

@@ -3,9 +3,9 @@
 Samples are one value per trial (NumPy arrays or pandas Series: their own `std`/`var` are used,
 so a function gives exactly the numbers its callers computed inline before). Functions assume
 enough values; the callers decide what too few trials means (a claim is "not comparable", a
-table shows a dash). t and F quantiles come from scipy.special (what scipy.stats evaluates
-itself); the tests of whole samples import scipy.stats only when called, since importing it costs
-a second of start-up in every job that draws a figure.
+table shows a dash). t and F quantiles and p-values come from scipy.special (what scipy.stats
+evaluates itself), with the t-tests and the regression slope computed as scipy.stats computes
+them: importing scipy.stats costs a second in every job that draws a figure or writes the report.
 """
 
 from __future__ import annotations
@@ -66,20 +66,43 @@ def welch_difference(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]
     return est, se, df
 
 
-def paired_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
-    """(t statistic, p-value) of the paired t-test of mean(x − y) = 0."""
-    from scipy import stats
+def t_p_value(t: float, df: float, alternative: str = "two-sided") -> float:
+    """p-value of a t statistic with df degrees of freedom; `alternative` names H1 as
+    scipy.stats does: "two-sided", "less" (mean below) or "greater"."""
+    if alternative == "less":
+        return float(special.stdtr(df, t))
+    if alternative == "greater":
+        return float(special.stdtr(df, -t))
+    if alternative == "two-sided":
+        return float(2 * special.stdtr(df, -abs(t)))
+    raise ValueError(f"alternative = {alternative!r} is not allowed; "
+                     "allowed: two-sided, less, greater")
 
-    res = stats.ttest_rel(x, y, alternative=alternative)
-    return float(res.statistic), float(res.pvalue)
+
+def paired_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
+    """(t statistic, p-value) of the paired t-test of mean(x − y) = 0 (scipy.stats.ttest_rel)."""
+    diff = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+    n = len(diff)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = float(np.divide(diff.mean(), np.sqrt(_variance(diff) / n)))
+    return t, t_p_value(t, n - 1, alternative)
 
 
 def welch_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[float, float]:
-    """(t statistic, p-value) of Welch's unequal-variance t-test of mean(x) = mean(y)."""
-    from scipy import stats
+    """(t statistic, p-value) of Welch's unequal-variance t-test of mean(x) = mean(y)
+    (scipy.stats.ttest_ind with equal_var=False)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    vx, vy = _variance(x) / len(x), _variance(y) / len(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.divide((vx + vy) ** 2, vx**2 / (len(x) - 1) + vy**2 / (len(y) - 1))
+        t = float(np.divide(x.mean() - y.mean(), np.sqrt(vx + vy)))
+    return t, t_p_value(t, 1.0 if np.isnan(df) else float(df), alternative)
 
-    res = stats.ttest_ind(x, y, equal_var=False, alternative=alternative)
-    return float(res.statistic), float(res.pvalue)
+
+def _variance(x: np.ndarray) -> float:
+    """Sample variance (n − 1) as scipy.stats forms it: mean squared deviation · n/(n − 1)."""
+    n = len(x)
+    return np.mean((x - x.mean()) ** 2) * (n / (n - 1))
 
 
 def variance_ratio_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -92,16 +115,27 @@ def variance_ratio_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float, flo
 
 def slope_t_test(x: np.ndarray, y: np.ndarray, increasing: bool) -> tuple[float, float, float]:
     """OLS slope of y on x, its t statistic and the one-sided p-value of H1: slope > 0 (< 0)."""
-    from scipy import stats
-
-    res = stats.linregress(x, y)
-    if res.stderr == 0:
-        good = (res.slope > 0) == increasing and res.slope != 0
-        return float(res.slope), math.inf if good else -math.inf, 0.0 if good else 1.0
-    t = res.slope / res.stderr
+    slope, stderr = _least_squares_slope(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
+    if stderr == 0:
+        good = (slope > 0) == increasing and slope != 0
+        return slope, math.inf if good else -math.inf, 0.0 if good else 1.0
+    t = slope / stderr
     df = len(x) - 2
     p = float(special.stdtr(df, -t) if increasing else special.stdtr(df, t))
-    return float(res.slope), float(t), p
+    return slope, float(t), p
+
+
+def _least_squares_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(slope, its standard error) of the OLS line of y on x, as scipy.stats.linregress."""
+    if len(x) < 2 or np.all(x == x[0]):
+        raise ValueError("a slope needs at least two distinct x values")
+    ssxm, ssxym, _, ssym = np.cov(x, y, bias=True).flat
+    slope = ssxym / ssxm
+    if len(x) == 2:
+        return float(slope), 0.0
+    r_den = np.sqrt(ssxm * ssym)
+    r = 0.0 if r_den == 0.0 else min(1.0, max(-1.0, ssxym / r_den))
+    return float(slope), float(np.sqrt((1 - r**2) * ssym / ssxm / (len(x) - 2)))
 
 
 def ratio_of_means(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:

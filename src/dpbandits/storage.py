@@ -101,8 +101,10 @@ def write_shard(path: str | Path, data: ShardData) -> None:
             os.fsync(handle.fileno())
 
 
-def read_shard(path: str | Path) -> ShardData:
-    """Read and validate a shard; any problem raises ShardError naming the file."""
+def read_shard(path: str | Path, *, records: bool = True) -> ShardData:
+    """Read and validate a shard; any problem raises ShardError naming the file. With
+    `records=False` the ledger and the events are not read (`ledger` and `events` stay empty,
+    the ledger's length is still checked): what aggregation needs, a fraction of the bytes."""
     path = Path(path)
     if not path.is_file():
         raise ShardError(f"{path}: shard file does not exist")
@@ -118,6 +120,7 @@ def read_shard(path: str | Path) -> ShardData:
             missing = [name for name in REQUIRED_DATASETS if name not in f]
             if missing:
                 raise ShardError(f"{path}: missing dataset(s) {', '.join(missing)}")
+            ledger_rows = len(f["ledger"])
             data = ShardData(
                 spec=json.loads(f.attrs["spec"]),
                 instance=json.loads(f.attrs["instance"]),
@@ -126,12 +129,13 @@ def read_shard(path: str | Path) -> ShardData:
                 cum_regret=f["cum_regret"][()],
                 cum_reward=f["cum_reward"][()],
                 wall_time=f["wall_time"][()],
-                ledger=[s.decode() if isinstance(s, bytes) else str(s) for s in f["ledger"][()]],
+                ledger=[s.decode() if isinstance(s, bytes) else str(s)
+                        for s in f["ledger"][()]] if records else [],
                 diagnostics={k: v[()] for k, v in f["diagnostics"].items()},
                 events={
                     int(trial): {k: v[()] for k, v in group.items()}
                     for trial, group in f["events"].items()
-                },
+                } if records else {},
                 attrs={k: f.attrs[k] for k in ("package_version", "git_commit")},
                 provenance=json.loads(f.attrs.get("provenance", "{}")),
             )
@@ -139,17 +143,17 @@ def read_shard(path: str | Path) -> ShardData:
         raise
     except (OSError, KeyError, ValueError) as exc:
         raise ShardError(f"{path}: unreadable or corrupt shard ({exc})") from exc
-    _check_shapes(path, data)
+    _check_shapes(path, data, ledger_rows)
     return data
 
 
-def _check_shapes(path: Path, data: ShardData) -> None:
+def _check_shapes(path: Path, data: ShardData, ledger_rows: int) -> None:
     n, m = len(data.trials), len(data.checkpoints)
     for name in ("cum_regret", "cum_reward"):
         if getattr(data, name).shape != (n, m):
             raise ShardError(f"{path}: {name} has shape {getattr(data, name).shape}, "
                              f"expected {(n, m)}")
-    if len(data.wall_time) != n or len(data.ledger) != n:
+    if len(data.wall_time) != n or ledger_rows != n:
         raise ShardError(f"{path}: per-trial datasets do not have {n} rows")
     for name, values in data.diagnostics.items():
         if len(values) != n:

@@ -23,6 +23,14 @@ except DPBanditsError as exc:
 RESULTS = config["results"]
 PAPER = config["paper"]
 SPEC_BY_PATH = {s.path: s.spec for shards in SHARDS.values() for s in shards}
+# Order of the simulations: Snakemake starts the ready jobs of higher priority first. The jobs
+# after the simulations keep priority 0 and start as soon as they can run; an experiment's shards
+# get minus its rank by number of shards. The experiments with the most shards, whose aggregation
+# and figures take longest, finish first and are aggregated while the others simulate; the run
+# ends on the smallest experiments' shards.
+SIMULATION_PRIORITY = {
+    name: -rank for rank, name in enumerate(sorted(SHARDS, key=lambda n: -len(SHARDS[n])))
+}
 
 
 def shard_files(experiment):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.logging import logger
 
-from dpbandits import forkserver
+from dpbandits import forkserver, run_cache
 from dpbandits.bytecode import precompile
 from dpbandits.run_log import plan_record, summary_record
 
@@ -32,6 +32,8 @@ onstart:
         server = forkserver.start(SERVED_SCRIPTS, f"{RESULTS}/logs/forkserver.log")
         FORKSERVER.append(server)
         os.environ[forkserver.ENV] = server.socket_path
+        # the draws the run's jobs share (dpbandits.run_cache), removed with the server's folder
+        os.environ[run_cache.ENV] = str(Path(server.socket_path).parent / "run_cache")
     record = plan_record(
         workflow.dag.jobs,
         workflow.dag.needrun_jobs(),

@@ -23,5 +23,6 @@ rule simulate:
         runtime=lambda wildcards, attempt: 15 * attempt,
         mem_mb=lambda wildcards, attempt: 1000 * attempt,
     threads: 1
+    priority: lambda wildcards: SIMULATION_PRIORITY[wildcards.shard.split("/", 1)[0]]
     shell:
         '{params.python:q} {params.script:q} {params.spec:q} {output:q} {log:q}'

@@ -10,6 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+RUN_CACHE = "DPBANDITS_RUN_CACHE"  # dpbandits.run_cache.ENV (this file imports the stdlib only)
 
 
 def preload() -> None:
@@ -37,7 +38,7 @@ def main(argv: list[str]) -> int:
 
     spec_json, output, log_path = argv
     log = setup(log_path)
-    log.info("shard %s", output)
+    log.info("shard %s (run cache: %s)", output, os.environ.get(RUN_CACHE, "none"))
     data = run_shard(json.loads(spec_json), progress=True)
     write_shard(output, data)
     log.info("done: %d trial(s), %.1fs", len(data.trials), data.wall_time.sum())

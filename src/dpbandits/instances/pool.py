@@ -10,7 +10,7 @@ The paper's synthetic setup; the choices it leaves open: docs/ts.md, "Synthetic 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import InstanceKind
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number, validate
+from dpbandits.run_cache import cached_arrays
 from dpbandits.scipy_kernels import special
 from dpbandits.seeding import reward_rng
 
@@ -126,16 +127,24 @@ class PoolInstance:
         )
 
     def environment(self, trial: int) -> PoolEnvironment:
-        """One trial: θ*, pool (if per trial), candidate table and uniforms from its stream."""
+        """One trial: θ*, pool (if per trial), candidate table and uniforms from its stream,
+        drawn once per run for all the run's algorithms (dpbandits.run_cache)."""
+        drawn = cached_arrays("pool_environment", {**asdict(self), "trial": int(trial)},
+                              lambda: self.draw(trial))
+        theta, pool = drawn["theta"], drawn["pool"]
+        return PoolEnvironment(self.info, theta, pool, drawn["candidates"], drawn["uniforms"],
+                               pool_means(theta, pool, self.link))
+
+    def draw(self, trial: int) -> dict[str, np.ndarray]:
+        """The trial's draws from its stream `reward_rng(seed, trial)`, in the order above."""
         g = reward_rng(self.seed, trial)
         if self._shared is None:
             theta, pool = draw_theta_and_pool(g, self.d, self.n_arms, float(self.S))
         else:
             theta, pool = self._shared
         candidates = smallest_first(g.random((self.horizon, self.n_arms)), self.K)
-        uniforms = g.random(self.horizon)
-        return PoolEnvironment(self.info, theta, pool, candidates, uniforms,
-                               pool_means(theta, pool, self.link))
+        return {"theta": theta, "pool": pool, "candidates": candidates,
+                "uniforms": g.random(self.horizon)}
 
     def describe(self) -> dict[str, float]:
         """Scalars recorded with each shard."""
