@@ -535,6 +535,20 @@ def test_symmetric_sampler_draws_what_two_samplers_draw(dim: int) -> None:
             reference, sigma, sigma / math.sqrt(2.0), dim).tobytes()
 
 
+@pytest.mark.parametrize("dim", [1, 3, 21])
+def test_a_stack_of_symmetric_matrices_is_what_one_call_each_draws(dim: int) -> None:
+    """k matrices in one call: the matrices of k calls, and the generator as far along."""
+    for seed, count in enumerate((1, 2, 7)):
+        stacked = ExactNoise(np.random.default_rng(seed)).symmetric_sampler(0.9, 0.6, dim)
+        single = ExactNoise(np.random.default_rng(seed)).symmetric_sampler(0.9, 0.6, dim)
+        got = stacked(count)
+        assert got.shape == (count, dim, dim)
+        assert got.tobytes() == np.stack([single() for _ in range(count)]).tobytes()
+        assert stacked().tobytes() == single().tobytes()
+        # the control: the stack's second matrix is not a repeat of its first
+        assert count == 1 or got[1].tobytes() != got[0].tobytes()
+
+
 def test_symmetric_sampler_comparison_sees_the_draw_order() -> None:
     """The control: drawing above the diagonal first gives other matrices."""
     noise = ExactNoise(np.random.default_rng(4))
@@ -548,7 +562,9 @@ def test_symmetric_sampler_comparison_sees_the_draw_order() -> None:
 
 
 @pytest.mark.parametrize("out", [np.empty(9), np.empty((2, 8)), np.empty((0, 0)),
-                                 np.empty((3, 3), dtype=np.int64), np.empty((3, 3)).T[:, :2]])
+                                 np.empty((3, 3), dtype=np.int64), np.empty((3, 3)).T[:, :2],
+                                 np.empty((2, 3, 4)), np.empty((2, 2, 2, 2)),
+                                 np.empty((4, 3, 3))[::2]])
 def test_symmetric_sampler_refuses_a_matrix_that_is_not_square_float64(out) -> None:
     rng = np.random.default_rng(0)
     with pytest.raises((TypeError, ValueError)):

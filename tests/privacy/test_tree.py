@@ -166,6 +166,26 @@ def test_lazy_exact_nodes_are_the_two_sampler_draws_in_drawing_order() -> None:
     assert tree.node_noise(17) is tree.node_noise(17)  # drawn once, then kept
 
 
+def test_noises_drawn_ahead_are_those_drawn_node_by_node() -> None:
+    """`draw_ahead` draws, in one call, what `node_noise` draws for the same nodes in the same
+    order; nodes drawn already, and repeats, are not drawn again."""
+    d, sigma = 3, 1.3
+    ahead = MatrixTree(1 << 10, d, sigma, np.random.default_rng(5), eager=False,
+                       noise=ExactNoise(np.random.default_rng(9)))
+    one_by_one = MatrixTree(1 << 10, d, sigma, np.random.default_rng(5), eager=False,
+                            noise=ExactNoise(np.random.default_rng(9)))
+    first = ahead.node_noise(40)
+    one_by_one.node_noise(40)
+    ahead.draw_ahead([7, 40, 1023, 7, 2])
+    for node in (7, 1023, 2, 40, 11):
+        assert ahead.node_noise(node).tobytes() == one_by_one.node_noise(node).tobytes()
+    assert ahead.node_noise(40) is first
+    swapped = MatrixTree(1 << 10, d, sigma, np.random.default_rng(5), eager=False,
+                         noise=ExactNoise(np.random.default_rng(9)))
+    swapped.draw_ahead([40, 1023, 7])  # the control: another order gives other noises
+    assert swapped.node_noise(7).tobytes() != one_by_one.node_noise(7).tobytes()
+
+
 @pytest.mark.parametrize("eager, exact", [(True, False), (False, False), (True, True),
                                           (False, True)])
 def test_prefix_noise_variance_matches_calibration(eager: bool, exact: bool) -> None:

@@ -49,6 +49,21 @@ class NoisePlan(NamedTuple):
         return self.noises, self.ops[first:], self.offsets[i:] - first
 
 
+def _cover_change(held: list[int], count: int, first_leaf: int
+                  ) -> tuple[list[int], list[int]] | tuple[None, None]:
+    """(nodes that leave, node that joins) when the dyadic cover of leaves [1, count − 1],
+    `held` left to right, becomes that of [1, count]: the node whose leaves end at leaf count,
+    of 2^j leaves for j trailing zero bits of count, replaces the j last (smallest) nodes of
+    the old cover, those of 2^(j−1), …, 2, 1 leaves. (None, None) where `held` does not end
+    with them."""
+    joined = (count & -count).bit_length() - 1
+    leaf = first_leaf + count - 1
+    gone = [(leaf + 1 - (2 << j)) >> j for j in range(joined - 1, -1, -1)]
+    if len(held) < joined or held[len(held) - joined:] != gone:
+        return None, None
+    return gone, [leaf >> joined]
+
+
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
     """σ_n = √(16 m L̃⁴ ln(4/δ)²/ε²) with m = ⌈log₂T⌉ + 1 (Shariff & Sheffet, Sec. 4.2)."""
     m = tree_height(horizon)
@@ -171,7 +186,12 @@ class JDPLinUCB(LinearPolicy):
     def noise_plan(self, start: int, stop: int) -> NoisePlan:
         """`advance_noise` after rounds start … stop − 1, its new nodes' noises drawn now, in
         the order it draws them (nothing else draws from the tree's generator)."""
-        height, held = self.tree.height, dict.fromkeys(self.node_noise)
+        first_leaf = 1 << (self.tree.height - 1)
+        held = list(self.node_noise)  # the cover in the order `advance_noise` keeps it
+        dyadic = set(held) == set(cover_nodes(start, self.tree.height))
+        if dyadic:  # one node joins the cover each round: the node of 2^j leaves ending at it
+            self.tree.draw_ahead([(first_leaf + count - 1) >> ((count & -count).bit_length() - 1)
+                                  for count in range(start + 1, stop + 1)])
         slots: dict[int, int] = {}
         noises: list[np.ndarray] = []
         ops: list[int] = []
@@ -184,14 +204,16 @@ class JDPLinUCB(LinearPolicy):
             return slots[node]
 
         for count in range(start + 1, stop + 1):
-            cover = cover_nodes(count, height)
-            gone = [n for n in held if n not in cover]
-            new = sorted(n for n in cover if n not in held)
+            gone, new = _cover_change(held, count, first_leaf) if dyadic else (None, None)
+            if gone is None or new is None:  # compare the covers themselves
+                cover = cover_nodes(count, self.tree.height)
+                gone = [n for n in held if n not in cover]
+                new = sorted(n for n in cover if n not in held)
             for node in gone:
-                del held[node]
+                held.remove(node)
                 ops.append(2 * slot(node, self.node_noise.get(node)))  # type: ignore[arg-type]
             for node in new:
-                held[node] = None
+                held.append(node)
                 ops.append(2 * slot(node, self.tree.node_noise(node)) + 1)
             offsets.append(len(ops))
             steps.append((gone, new))

@@ -122,9 +122,10 @@ static PyObject *py_discrete_gaussian(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* One symmetric matrix γ_d·Z_d on the diagonal, γ_a·Z_a above and below it: first the dim
- * diagonal draws (σ_d), then the draws above the diagonal row by row (σ_a), the order of
- * `discrete_gaussian` called for the diagonal and then for `np.triu_indices(dim, 1)`. */
+/* Symmetric matrices γ_d·Z_d on the diagonal, γ_a·Z_a above and below it, into a square out or
+ * a stack of them, one after another: first the dim diagonal draws (σ_d), then the draws above
+ * the diagonal row by row (σ_a), the order of `discrete_gaussian` called for the diagonal and
+ * then for `np.triu_indices(dim, 1)`; a stack of k draws what k calls for one matrix draw. */
 static PyObject *py_discrete_gaussian_symmetric(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -143,29 +144,32 @@ static PyObject *py_discrete_gaussian_symmetric(PyObject *self, PyObject *args)
     Py_buffer view;
     if (PyObject_GetBuffer(out, &view, PyBUF_WRITABLE | PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    if (view.ndim != 2 || view.shape[0] != view.shape[1] || view.shape[0] < 1
+    const int nd = view.ndim;
+    if ((nd != 2 && nd != 3) || view.shape[nd - 1] != view.shape[nd - 2] || view.shape[nd - 1] < 1
             || view.format == NULL || strcmp(view.format, "d") != 0) {
         PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_TypeError,
-                        "out must be a writable C-contiguous square float64 matrix");
+        PyErr_SetString(PyExc_TypeError, "out must be a writable C-contiguous float64 square "
+                                         "matrix or stack of square matrices");
         return NULL;
     }
-    const Py_ssize_t dim = view.shape[0];
-    double *m = (double *)view.buf;
+    const Py_ssize_t dim = view.shape[nd - 1], count = nd == 3 ? view.shape[0] : 1;
     int status = SAMPLE_OK;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
-        rsrc_t rs = {bg, 0, 0};
-        int64_t z;
-        status = dgauss(&rs, (uint64_t)sd, &z);
-        m[i * dim + i] = gamma_d * (double)z;
-    }
-    for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
-        for (Py_ssize_t j = i + 1; j < dim && status == SAMPLE_OK; j++) {
+    for (Py_ssize_t k = 0; k < count && status == SAMPLE_OK; k++) {
+        double *m = (double *)view.buf + k * dim * dim;
+        for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
             rsrc_t rs = {bg, 0, 0};
             int64_t z;
-            status = dgauss(&rs, (uint64_t)sa, &z);
-            m[i * dim + j] = m[j * dim + i] = gamma_a * (double)z;
+            status = dgauss(&rs, (uint64_t)sd, &z);
+            m[i * dim + i] = gamma_d * (double)z;
+        }
+        for (Py_ssize_t i = 0; i < dim && status == SAMPLE_OK; i++) {
+            for (Py_ssize_t j = i + 1; j < dim && status == SAMPLE_OK; j++) {
+                rsrc_t rs = {bg, 0, 0};
+                int64_t z;
+                status = dgauss(&rs, (uint64_t)sa, &z);
+                m[i * dim + j] = m[j * dim + i] = gamma_a * (double)z;
+            }
         }
     }
     Py_END_ALLOW_THREADS

@@ -229,17 +229,20 @@ class ExactNoise:
         return lambda size: gamma * _fill(rng, sampler, np.empty(size, dtype=np.int64), s)
 
     def symmetric_sampler(self, sigma_diagonal: float, sigma_above: float,
-                          dim: int) -> Callable[[], np.ndarray]:
+                          dim: int) -> Callable[..., np.ndarray]:
         """`() ↦` a symmetric dim × dim matrix, `gaussian(σ_d)` on the diagonal and
         `gaussian(σ_a)` above it, mirrored below: the draws and values of
         `gaussian_sampler(σ_d)((dim,))` then `gaussian_sampler(σ_a)((dim(dim − 1)/2,))` placed
-        by `np.triu_indices(dim, 1)`, in one call."""
+        by `np.triu_indices(dim, 1)`, in one call; `(k) ↦` k of them stacked, what k calls
+        draw."""
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ConfigError(f"dim = {dim!r} is not allowed; must be an integer >= 1")
         s_d, gamma_d = self._integer_sigma(sigma_diagonal)
         s_a, gamma_a = self._integer_sigma(sigma_above)
         rng, sampler = self.rng, _exact.discrete_gaussian_symmetric
-        return lambda: _fill(rng, sampler, np.empty((dim, dim)), s_d, s_a, gamma_d, gamma_a)
+        return lambda count=None: _fill(
+            rng, sampler, np.empty((dim, dim) if count is None else (count, dim, dim)),
+            s_d, s_a, gamma_d, gamma_a)
 
     def _integer_sigma(self, sigma: float) -> tuple[int, float]:
         """(σ_Z, γ): the checked integer σ_Z = ⌈σ/γ⌉ of `gaussian(sigma)` and its grid γ."""

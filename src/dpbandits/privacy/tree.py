@@ -358,6 +358,15 @@ class MatrixTree:
             z = self._noise_lazy[node] = self._draw(None)
         return z
 
+    def draw_ahead(self, nodes: list[int]) -> None:
+        """Draw the noises of those of `nodes` a lazy exact tree has not drawn yet, in their
+        order and in one call: the draws `node_noise` would make for them one by one."""
+        if self._noise_table is not None or not self.exact or self.sigma_node == 0:
+            return
+        missing = [node for node in dict.fromkeys(nodes) if node not in self._noise_lazy]
+        if missing:
+            self._noise_lazy.update(zip(missing, self._draw_node(len(missing)), strict=True))
+
     def _draw(self, count: int | None) -> np.ndarray:
         """Symmetric node noise for `count` nodes (or one node when None)."""
         shape = (self.dim, self.dim) if count is None else (count, self.dim, self.dim)
