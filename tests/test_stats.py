@@ -85,6 +85,24 @@ def test_slope_and_its_standard_error_are_scipy_linregress_numbers(rng):
         stats.slope_t_test(np.ones(4), np.arange(4.0), increasing=True)
 
 
+@pytest.mark.parametrize("x, y", [
+    (np.arange(5.0), np.zeros(5)),  # constant y: no correlation defined
+    (np.arange(5.0) * 1e-160, np.array([1.0, 3, 2, 5, 4]) * 1e-160),  # ssxm·ssym underflows
+    (np.array([1.0, 2, 3, 4]), np.array([2.0, 4, 6, 8])),  # an exact line
+    (np.arange(6.0), np.array([1.0, np.nan, 2, 3, 4, 5])),
+])
+def test_slope_edge_cases_are_scipy_linregress_numbers(x, y):
+    fit = sp.linregress(x, y)
+    assert np.array_equal(stats._least_squares_slope(x, y), (fit.slope, fit.stderr),
+                          equal_nan=True)
+
+
+def test_t_tests_of_one_value_are_nan_as_in_scipy_stats():
+    one, two = np.array([1.0]), np.array([1.0, 2.0])
+    assert all(np.isnan(stats.paired_t_test(one, one + 1)))
+    assert all(np.isnan(stats.welch_t_test(one, two)))
+
+
 def test_variance_ratio_and_slope(rng):
     x, y = rng.normal(0, 3, 12), rng.normal(0, 1, 12)
     vx, vy, p = stats.variance_ratio_test(x, y)

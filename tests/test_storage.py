@@ -81,3 +81,40 @@ def test_provenance_only_on_real_data_shards(tmp_path, shard_data):
     write_shard(tmp_path / "real.h5", real)
     back = read_shard(tmp_path / "real.h5")
     assert back.provenance == PROVENANCE and back.spec == shard_data.spec
+
+
+def test_without_events_a_shard_reads_the_same_but_its_events(tmp_path, shard_data):
+    path = tmp_path / "s.h5"
+    write_shard(path, dataclasses.replace(shard_data, events={0: {"switch": np.arange(3)}}))
+    full, lean = read_shard(path), read_shard(path, events=False)
+    assert list(full.events) == [0] and lean.events == {}
+    assert dataclasses.replace(full, events={}).ledger == lean.ledger
+    for name in ("trials", "checkpoints", "cum_regret", "cum_reward", "wall_time"):
+        assert getattr(full, name).tobytes() == getattr(lean, name).tobytes()
+
+
+def _no_events_group(f: h5py.File) -> None:
+    del f["events"]
+
+
+def _a_dataset_for_a_trial(f: h5py.File) -> None:
+    f["events"].create_dataset("1", data=np.arange(2))
+
+
+def _a_ledger_that_is_not_utf8(f: h5py.File) -> None:
+    del f["ledger"]
+    f.create_dataset("ledger", data=np.array([b"\xff\xfe"] * len(f["trials"]),
+                                             dtype=h5py.string_dtype("ascii")))
+
+
+@pytest.mark.parametrize("corrupt", [_no_events_group, _a_dataset_for_a_trial,
+                                     _a_ledger_that_is_not_utf8])
+@pytest.mark.parametrize("events", [True, False])
+def test_corrupt_events_or_ledger_are_refused_either_way(tmp_path, shard_data, corrupt, events):
+    path = tmp_path / "s.h5"
+    write_shard(path, dataclasses.replace(shard_data, events={0: {"switch": np.arange(3)}}))
+    read_shard(path, events=events)
+    with h5py.File(path, "a") as f:
+        corrupt(f)
+    with pytest.raises(ShardError, match=str(path)):
+        read_shard(path, events=events)

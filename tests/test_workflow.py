@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -94,6 +95,20 @@ def test_bad_config_fails_with_one_line_and_writes_nothing(tmp_path, path, value
     lines = [line for line in proc.stderr.splitlines() if "dpbandits: error" in line]
     assert len(lines) == 1 and needle in lines[0], proc.stderr[-2000:]
     assert not (tmp_path / "results").exists() and not (tmp_path / "paper").exists()
+
+
+@pytest.mark.parametrize("scheduler", ["ilp", "greedy"])
+def test_priorities_order_the_jobs_without_idling_cores(tmp_path: Path, scheduler: str):
+    """Four cores, one shard of the experiment with the most shards (first in line) and the
+    three of a small one (last): all four start at once, under either Snakemake scheduler."""
+    shutil.copy(REPO / "config" / "smoke.yaml", tmp_path / "smoke.yaml")
+    first = f"{SMOKE_RESULTS}/glm_table2/shards/RS-GLinUCB_T2/eps~none/inst~0/seeds~0-1.h5"
+    proc = run_snakemake(tmp_path, first, f"{SMOKE_RESULTS}/ts_mean_gram/summary.csv",
+                         "--cores", "4", "--scheduler", scheduler,
+                         "--configfile", str(tmp_path / "smoke.yaml"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rounds = re.findall(r"Execute (\d+) jobs", proc.stderr)
+    assert rounds and rounds[0] == "4", proc.stderr[-3000:]
 
 
 def test_smoke_shards_are_bitwise_the_recorded_ones(smoke_run: Path):

@@ -94,7 +94,7 @@ def checked_shards(paths: list[str | Path], expected: dict[str, dict[str, Any]] 
     shards, bad = [], []
     for path in paths:
         try:
-            shard = read_shard(path, records=False)
+            shard = read_shard(path, events=False)
         except ShardError as exc:
             bad.append((Path(path), f"unreadable ({exc})"))
             continue

@@ -101,8 +101,9 @@ def welch_t_test(x: Sample, y: Sample, alternative: str = "two-sided") -> tuple[
 
 def _variance(x: np.ndarray) -> float:
     """Sample variance (n − 1) as scipy.stats forms it: mean squared deviation · n/(n − 1)."""
-    n = len(x)
-    return np.mean((x - x.mean()) ** 2) * (n / (n - 1))
+    n = np.float64(len(x))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.mean((x - x.mean()) ** 2) * (n / (n - 1))
 
 
 def variance_ratio_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float, float]:
@@ -133,8 +134,12 @@ def _least_squares_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     slope = ssxym / ssxm
     if len(x) == 2:
         return float(slope), 0.0
-    r_den = np.sqrt(ssxm * ssym)
-    r = 0.0 if r_den == 0.0 else min(1.0, max(-1.0, ssxym / r_den))
+    if ssxm == 0.0 or ssym == 0.0:
+        r = math.nan if ssxym == 0 else 0.0
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = ssxym / np.sqrt(ssxm * ssym)
+        r = 1.0 if r > 1.0 else -1.0 if r < -1.0 else r
     return float(slope), float(np.sqrt((1 - r**2) * ssym / ssxm / (len(x) - 2)))
 
 

@@ -101,10 +101,10 @@ def write_shard(path: str | Path, data: ShardData) -> None:
             os.fsync(handle.fileno())
 
 
-def read_shard(path: str | Path, *, records: bool = True) -> ShardData:
+def read_shard(path: str | Path, *, events: bool = True) -> ShardData:
     """Read and validate a shard; any problem raises ShardError naming the file. With
-    `records=False` the ledger and the events are not read (`ledger` and `events` stay empty,
-    the ledger's length is still checked): what aggregation needs, a fraction of the bytes."""
+    `events=False` the per-trial event arrays are checked but not read (`events` stays empty):
+    aggregation does not use them, and they are most of a shard's datasets."""
     path = Path(path)
     if not path.is_file():
         raise ShardError(f"{path}: shard file does not exist")
@@ -120,7 +120,6 @@ def read_shard(path: str | Path, *, records: bool = True) -> ShardData:
             missing = [name for name in REQUIRED_DATASETS if name not in f]
             if missing:
                 raise ShardError(f"{path}: missing dataset(s) {', '.join(missing)}")
-            ledger_rows = len(f["ledger"])
             data = ShardData(
                 spec=json.loads(f.attrs["spec"]),
                 instance=json.loads(f.attrs["instance"]),
@@ -129,13 +128,9 @@ def read_shard(path: str | Path, *, records: bool = True) -> ShardData:
                 cum_regret=f["cum_regret"][()],
                 cum_reward=f["cum_reward"][()],
                 wall_time=f["wall_time"][()],
-                ledger=[s.decode() if isinstance(s, bytes) else str(s)
-                        for s in f["ledger"][()]] if records else [],
+                ledger=[s.decode() if isinstance(s, bytes) else str(s) for s in f["ledger"][()]],
                 diagnostics={k: v[()] for k, v in f["diagnostics"].items()},
-                events={
-                    int(trial): {k: v[()] for k, v in group.items()}
-                    for trial, group in f["events"].items()
-                } if records else {},
+                events=_events(f["events"], read=events),
                 attrs={k: f.attrs[k] for k in ("package_version", "git_commit")},
                 provenance=json.loads(f.attrs.get("provenance", "{}")),
             )
@@ -143,17 +138,28 @@ def read_shard(path: str | Path, *, records: bool = True) -> ShardData:
         raise
     except (OSError, KeyError, ValueError) as exc:
         raise ShardError(f"{path}: unreadable or corrupt shard ({exc})") from exc
-    _check_shapes(path, data, ledger_rows)
+    _check_shapes(path, data)
     return data
 
 
-def _check_shapes(path: Path, data: ShardData, ledger_rows: int) -> None:
+def _events(group: h5py.Group, read: bool) -> dict[int, dict[str, np.ndarray]]:
+    """`events/<trial>/<name>`: a group of arrays per trial (read, or only checked)."""
+    out: dict[int, dict[str, np.ndarray]] = {}
+    for trial, named in group.items():
+        if not isinstance(named, h5py.Group) or not all(
+                isinstance(values, h5py.Dataset) for values in named.values()):
+            raise ValueError(f"events/{trial} is not a group of arrays")
+        out[int(trial)] = {k: v[()] for k, v in named.items()} if read else {}
+    return out if read else {}
+
+
+def _check_shapes(path: Path, data: ShardData) -> None:
     n, m = len(data.trials), len(data.checkpoints)
     for name in ("cum_regret", "cum_reward"):
         if getattr(data, name).shape != (n, m):
             raise ShardError(f"{path}: {name} has shape {getattr(data, name).shape}, "
                              f"expected {(n, m)}")
-    if len(data.wall_time) != n or ledger_rows != n:
+    if len(data.wall_time) != n or len(data.ledger) != n:
         raise ShardError(f"{path}: per-trial datasets do not have {n} rows")
     for name, values in data.diagnostics.items():
         if len(values) != n:

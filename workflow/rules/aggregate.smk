@@ -4,6 +4,7 @@
 
 
 rule aggregate:
+    priority: FIRST
     input:
         lambda wildcards: shard_files(wildcards.experiment),
     output:

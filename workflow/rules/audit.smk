@@ -25,6 +25,7 @@ except DPBanditsError as exc:
 
 
 rule audit_run:
+    priority: FIRST
     output:
         f"{RESULTS}/audit/{{key}}.json",
     wildcard_constraints:
@@ -42,6 +43,7 @@ rule audit_run:
 
 
 rule audit_table:
+    priority: FIRST
     input:
         [f"{RESULTS}/audit/{key}.json" for key in AUDIT_PLAN],
     output:
@@ -55,6 +57,7 @@ rule audit_table:
 
 
 rule audit_check:
+    priority: FIRST
     input:
         rules.audit_table.output.csv,
     output:
@@ -66,6 +69,7 @@ rule audit_check:
 
 
 rule audit:
+    priority: FIRST
     input:
         rules.audit_table.output,
         rules.audit_check.output,

@@ -23,14 +23,16 @@ except DPBanditsError as exc:
 RESULTS = config["results"]
 PAPER = config["paper"]
 SPEC_BY_PATH = {s.path: s.spec for shards in SHARDS.values() for s in shards}
-# Order of the simulations: Snakemake starts the ready jobs of higher priority first. The jobs
-# after the simulations keep priority 0 and start as soon as they can run; an experiment's shards
-# get minus its rank by number of shards. The experiments with the most shards, whose aggregation
-# and figures take longest, finish first and are aggregated while the others simulate; the run
-# ends on the smallest experiments' shards.
+# Order of the jobs: Snakemake starts the ready jobs of higher priority first (both of its
+# schedulers). An experiment's shards get its rank by number of shards, 1 for the experiment with
+# the fewest; every other job gets FIRST, above all of them, and runs as soon as it can. The
+# experiments with the most shards, whose aggregation and figures take longest, finish first and
+# are aggregated while the others simulate; the run ends on the smallest experiments' shards.
 SIMULATION_PRIORITY = {
-    name: -rank for rank, name in enumerate(sorted(SHARDS, key=lambda n: -len(SHARDS[n])))
+    name: len(SHARDS) - rank
+    for rank, name in enumerate(sorted(SHARDS, key=lambda n: -len(SHARDS[n])))
 }
+FIRST = len(SHARDS) + 1
 
 
 def shard_files(experiment):

@@ -30,6 +30,7 @@ _DATASET_RE = _alternatives(datasets())
 
 
 rule data_download:
+    priority: FIRST
     output:
         str(archive_path(DATA_ROOT, "{archive}")),
     wildcard_constraints:
@@ -43,6 +44,7 @@ rule data_download:
 
 
 rule data_verify:
+    priority: FIRST
     input:
         archive=str(archive_path(DATA_ROOT, "{archive}")),
     output:
@@ -56,6 +58,7 @@ rule data_verify:
 
 
 rule data_extract:
+    priority: FIRST
     input:
         archive=lambda wc: str(archive_path(DATA_ROOT, _ARCHIVE_BY_STEM[wc.stem])),
         stamp=lambda wc: str(stamp_path(DATA_ROOT, _ARCHIVE_BY_STEM[wc.stem])),
@@ -70,6 +73,7 @@ rule data_extract:
 
 
 rule data_parse:
+    priority: FIRST
     input:
         raw=lambda wc: [str(raw_dir(DATA_ROOT, s)) for s in stems(wc.dataset).values()],
         stamps=lambda wc: [str(stamp_path(DATA_ROOT, f)) for f in stems(wc.dataset)],
@@ -89,6 +93,7 @@ rule data_parse:
 
 
 rule data_svd:
+    priority: FIRST
     input:
         str(ratings_path(DATA_ROOT, "{dataset}")),
     output:

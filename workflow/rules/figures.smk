@@ -30,6 +30,7 @@ for _name in config["experiments"]:
     rule:
         name:
             f"outputs_{_name}"
+        priority: FIRST
         input:
             summary=f"{RESULTS}/{_name}/summary.csv",
             curves=f"{RESULTS}/{_name}/curves.h5",

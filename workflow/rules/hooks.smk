@@ -2,6 +2,7 @@
 # records the `dpbandits` logger plugin (default profile) turns into progress lines and a table
 # (dpbandits.run_log). With Snakemake's own handler they print as one line each.
 import os
+import shutil
 from pathlib import Path
 
 from snakemake.logging import logger
@@ -18,12 +19,16 @@ SERVED_SCRIPTS = [f"{workflow.basedir}/workflow/scripts/{name}.py"
 
 def stop_forkserver() -> None:
     """Stop the run's fork server and wait for it (its jobs' CPU then counts as this run's);
-    say so if it had failed (its jobs then ran in their own processes)."""
+    say so if it had failed (its jobs then ran in their own processes). The run's cache goes
+    with the server's folder, and here too should the server have died before the run ended."""
     while FORKSERVER:
         status = FORKSERVER.pop().stop()
         if status != 0:
             logger.warning(f"dpbandits: the fork server exited with status {status}; jobs ran "
                            f"in their own processes (see {RESULTS}/logs/forkserver.log)")
+    cache = os.environ.pop(run_cache.ENV, None)
+    if cache:
+        shutil.rmtree(Path(cache).parent, ignore_errors=True)
 
 
 onstart:

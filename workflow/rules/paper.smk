@@ -38,6 +38,7 @@ def paper_outputs(wildcards):
 
 
 rule reproduction:
+    priority: FIRST
     input:
         summaries=report_summaries,
         claim_tables=report_claim_tables,
@@ -59,6 +60,7 @@ rule reproduction:
 
 
 rule paper_tex:
+    priority: FIRST
     input:
         summaries=report_summaries,
         report=rules.reproduction.output.json,
@@ -76,6 +78,7 @@ rule paper_tex:
 
 
 rule paper:
+    priority: FIRST
     input:
         main=str(MAIN_TEX),
         tex=rules.paper_tex.output,

@@ -129,7 +129,10 @@ class PoolInstance:
     def environment(self, trial: int) -> PoolEnvironment:
         """One trial: θ*, pool (if per trial), candidate table and uniforms from its stream,
         drawn once per run for all the run's algorithms (dpbandits.run_cache)."""
-        drawn = cached_arrays("pool_environment", {**asdict(self), "trial": int(trial)},
+        layout = {"theta": ((self.d,), np.float64), "pool": ((self.n_arms, self.d), np.float64),
+                  "candidates": ((self.horizon, self.K), np.intp),
+                  "uniforms": ((self.horizon,), np.float64)}
+        drawn = cached_arrays("pool_environment", {**asdict(self), "trial": int(trial)}, layout,
                               lambda: self.draw(trial))
         theta, pool = drawn["theta"], drawn["pool"]
         return PoolEnvironment(self.info, theta, pool, drawn["candidates"], drawn["uniforms"],
