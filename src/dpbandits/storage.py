@@ -143,14 +143,17 @@ def read_shard(path: str | Path, *, events: bool = True) -> ShardData:
 
 
 def _events(group: h5py.Group, read: bool) -> dict[int, dict[str, np.ndarray]]:
-    """`events/<trial>/<name>`: a group of arrays per trial (read, or only checked)."""
+    """`events/<trial>/<name>`: a group of arrays per trial, read (else: a group per trial)."""
+    if not isinstance(group, h5py.Group):
+        raise ValueError("events is not a group")
     out: dict[int, dict[str, np.ndarray]] = {}
-    for trial, named in group.items():
-        if not isinstance(named, h5py.Group) or not all(
-                isinstance(values, h5py.Dataset) for values in named.values()):
-            raise ValueError(f"events/{trial} is not a group of arrays")
-        out[int(trial)] = {k: v[()] for k, v in named.items()} if read else {}
-    return out if read else {}
+    for trial in group:
+        key = int(trial)
+        if group.get(trial, getclass=True) is not h5py.Group:
+            raise ValueError(f"events/{trial} is not a group")
+        if read:
+            out[key] = {k: v[()] for k, v in group[trial].items()}
+    return out
 
 
 def _check_shapes(path: Path, data: ShardData) -> None:
