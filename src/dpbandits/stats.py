@@ -121,9 +121,7 @@ def slope_t_test(x: np.ndarray, y: np.ndarray, increasing: bool) -> tuple[float,
         good = (slope > 0) == increasing and slope != 0
         return slope, math.inf if good else -math.inf, 0.0 if good else 1.0
     t = slope / stderr
-    df = len(x) - 2
-    p = float(special.stdtr(df, -t) if increasing else special.stdtr(df, t))
-    return slope, float(t), p
+    return slope, float(t), t_p_value(t, len(x) - 2, "greater" if increasing else "less")
 
 
 def _least_squares_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:

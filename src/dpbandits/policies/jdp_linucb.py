@@ -49,19 +49,24 @@ class NoisePlan(NamedTuple):
         return self.noises, self.ops[first:], self.offsets[i:] - first
 
 
+def _joining_node(count: int, first_leaf: int) -> int:
+    """The node that joins the dyadic cover of leaves [1, count − 1] to make that of [1, count]:
+    the one whose leaves end at leaf count, 2^j of them for j trailing zero bits of count."""
+    return (first_leaf + count - 1) >> ((count & -count).bit_length() - 1)
+
+
 def _cover_change(held: list[int], count: int, first_leaf: int
                   ) -> tuple[list[int], list[int]] | tuple[None, None]:
-    """(nodes that leave, node that joins) when the dyadic cover of leaves [1, count − 1],
-    `held` left to right, becomes that of [1, count]: the node whose leaves end at leaf count,
-    of 2^j leaves for j trailing zero bits of count, replaces the j last (smallest) nodes of
-    the old cover, those of 2^(j−1), …, 2, 1 leaves. (None, None) where `held` does not end
-    with them."""
+    """(nodes that leave, node that joins) when the cover `held` (left to right) of leaves
+    [1, count − 1] becomes that of [1, count]: the joining node (`_joining_node`) replaces the
+    j last, smallest nodes of `held`, those of 2^(j−1), …, 2, 1 leaves. (None, None) where
+    `held` does not end with them."""
     joined = (count & -count).bit_length() - 1
     leaf = first_leaf + count - 1
     gone = [(leaf + 1 - (2 << j)) >> j for j in range(joined - 1, -1, -1)]
     if len(held) < joined or held[len(held) - joined:] != gone:
         return None, None
-    return gone, [leaf >> joined]
+    return gone, [_joining_node(count, first_leaf)]
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
@@ -189,8 +194,8 @@ class JDPLinUCB(LinearPolicy):
         first_leaf = 1 << (self.tree.height - 1)
         held = list(self.node_noise)  # the cover in the order `advance_noise` keeps it
         dyadic = set(held) == set(cover_nodes(start, self.tree.height))
-        if dyadic:  # one node joins the cover each round: the node of 2^j leaves ending at it
-            self.tree.draw_ahead([(first_leaf + count - 1) >> ((count & -count).bit_length() - 1)
+        if dyadic:  # one node joins the cover each round
+            self.tree.draw_ahead([_joining_node(count, first_leaf)
                                   for count in range(start + 1, stop + 1)])
         slots: dict[int, int] = {}
         noises: list[np.ndarray] = []
