@@ -11,6 +11,7 @@ import numpy as np
 from dpbandits import small_linalg
 from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.glm import quad_forms, secular_root, sherman_morrison
+from dpbandits.links import LOGISTIC, compiled_dot, expit
 from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import (
@@ -18,9 +19,6 @@ from dpbandits.policies._glm_common import (
 )
 from dpbandits.policies.base import Policy
 from dpbandits.policies.ridge_rounds import play_stretches
-from dpbandits.scipy_kernels import special
-
-expit = special.expit
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +118,7 @@ class ECOLog(Policy):
         """Stretches of rounds without a projection compiled (`_glm_rounds.ecolog`, the bits of
         `select` and `update`: tests/policies/test_ridge_rounds.py); a round whose online steps
         project, or take fewer than no iterations, through `select` and `update`."""
-        compiled = isinstance(expit, np.ufunc)  # scipy's ufunc, not a Python wrapper
-        play_stretches(self, tables, self._compiled_rounds if compiled else None)
+        play_stretches(self, tables, self._compiled_rounds if compiled_dot(LOGISTIC) else None)
 
     def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
         """Rounds from t on in one compiled call, until one whose steps project; the next round
