@@ -136,17 +136,20 @@ def test_smoke_jobs_ran_in_the_runs_fork_server(smoke_run: Path):
     assert log.count(": reproduction") == log.count(": paper_tex") == 1
     assert log.count(": exit ") == log.count(": exit 0")
     assert log.count("fork server stopped") == 1
-    folder = Path(re.search(r" on (\S+)/socket$", log, re.MULTILINE)[1])
-    assert not folder.exists()  # removed at the end, and the run's cache in it
+    assert not server_folder(log).exists()  # removed at the end, and the run's cache in it
+    served = served_cpu(smoke_run / SMOKE_RESULTS / "logs" / "forkserver.log")
+    assert served["simulate"][0] == log.count(": simulate") and served["simulate"][1] > 0
 
 
 def test_smoke_jobs_shared_the_runs_cache(smoke_run: Path):
     """Every simulation job of a local run is given the run's cache of shared draws
     (dpbandits.run_cache), inside the fork server's folder."""
     log = (smoke_run / SMOKE_RESULTS / "logs" / "forkserver.log").read_text()
-    folder = re.search(r" on (\S+)/socket$", log, re.MULTILINE)[1]
     logs = list((smoke_run / SMOKE_RESULTS / "logs").glob("*/shards/**/*.log"))
     caches = {re.search(r"\(run cache: (\S+)\)", p.read_text())[1] for p in logs}
-    assert logs and caches == {f"{folder}/run_cache"}
-    served = served_cpu(smoke_run / SMOKE_RESULTS / "logs" / "forkserver.log")
-    assert served["simulate"][0] == log.count(": simulate") and served["simulate"][1] > 0
+    assert logs and caches == {f"{server_folder(log)}/run_cache"}
+
+
+def server_folder(log: str) -> Path:
+    """The fork server's folder, from its log's line naming its socket."""
+    return Path(re.search(r" on (\S+)/socket$", log, re.MULTILINE)[1])

@@ -10,7 +10,6 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-RUN_CACHE = "DPBANDITS_RUN_CACHE"  # dpbandits.run_cache.ENV (this file imports the stdlib only)
 
 
 def preload() -> None:
@@ -31,6 +30,7 @@ def main(argv: list[str]) -> int:
     """Run the shard `argv` = [SPEC_JSON, OUTPUT, LOG] names and write it."""
     import json
 
+    from dpbandits.run_cache import ENV as RUN_CACHE
     from dpbandits.simulate import run_shard
     from dpbandits.storage import write_shard
 
