@@ -13,6 +13,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py src/dpbandits/privacy/_exact.c src/dpbandits/privacy/_wbk.c \
     src/dpbandits/instances/_ball.c src/dpbandits/policies/_ridge.c src/dpbandits/_design.c \
     src/dpbandits/_stacked.c src/dpbandits/_newton.c src/dpbandits/privacy/_shuffle.c \
+    src/dpbandits/privacy/_sgd.c src/dpbandits/privacy/clip_rows.h \
     src/dpbandits/policies/_glm_rounds.c src/dpbandits/numpy_loops.h src/dpbandits/glm_links.h \
     src/dpbandits/policies/outcome_tables.h
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'

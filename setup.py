@@ -1,7 +1,7 @@
 """Build the C extensions (`dpbandits.privacy._exact`, `dpbandits.privacy._wbk`,
 `dpbandits.instances._ball`, `dpbandits.policies._ridge`, `dpbandits.policies._glm_rounds`,
 `dpbandits._stacked`, `dpbandits._design`, `dpbandits._newton`,
-`dpbandits.privacy._shuffle`); all other
+`dpbandits.privacy._shuffle`, `dpbandits.privacy._sgd`); all other
 metadata is in pyproject.toml."""
 
 from pathlib import Path
@@ -61,7 +61,14 @@ setup(
         Extension(
             "dpbandits.privacy._shuffle",
             sources=["src/dpbandits/privacy/_shuffle.c"],
-            depends=["src/dpbandits/numpy_loops.h"],
+            depends=["src/dpbandits/numpy_loops.h", "src/dpbandits/privacy/clip_rows.h"],
+            include_dirs=[np.get_include()],
+            extra_compile_args=["-O2", "-ffp-contract=off"],
+        ),
+        Extension(
+            "dpbandits.privacy._sgd",
+            sources=["src/dpbandits/privacy/_sgd.c"],
+            depends=["src/dpbandits/numpy_loops.h", "src/dpbandits/privacy/clip_rows.h"],
             include_dirs=[np.get_include()],
             extra_compile_args=["-O2", "-ffp-contract=off"],
         ),

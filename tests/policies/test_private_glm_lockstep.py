@@ -115,8 +115,11 @@ def test_switches_and_their_fits_are_the_policies_own(mode: str) -> None:
 
 
 def test_a_changed_bit_is_caught(monkeypatch) -> None:
-    """Negative control: x·θ summed as (x * θ).sum() differs from `x @ θ` in the last bits."""
-    monkeypatch.setattr(lk, "stacked_dot", lambda rows, vectors: (rows * vectors).sum(axis=1))
+    """Negative control: x·θ one ulp above `x @ θ` (a sum in another order can equal it, on
+    machines whose BLAS sums these short rows in order)."""
+    dot = lk.stacked_dot
+    monkeypatch.setattr(lk, "stacked_dot",
+                        lambda rows, vectors: np.nextafter(dot(rows, vectors), np.inf))
     together, alone = _lockstep_and_alone("paper", d=5)
     assert together != alone
 

@@ -10,14 +10,16 @@ import math
 import numpy as np
 import pytest
 
-from dpbandits.links import get_link
-from dpbandits.privacy import accountant
+from dpbandits.links import LINKS, get_link
+from dpbandits.privacy import _sgd, accountant
+from dpbandits.privacy import dpsgd as dpsgd_module
 from dpbandits.privacy.dpsgd import (
     clipped_gradients,
     dpsgd_fit,
     noisy_gd_fit,
     replace_one_epsilon,
     select_epochs,
+    sgd_passes,
     starting_epochs,
     strict_sigma,
 )
@@ -86,13 +88,14 @@ def test_dpsgd_noise_steps_and_averaging() -> None:
     rng = RecordingRng(1)
     fit = dpsgd_fit(theta0, x, y, eps0, delta0, PROBIT, rng, lam=0.0)
     assert fit.batch == 2048 and fit.steps == fit.epochs * (n // 2048)
-    assert len(rng.normals) == fit.steps
+    draws = np.concatenate([v.reshape(-1, d) for _, v in rng.normals])
+    assert len(draws) == fit.steps
     assert all(scale == pytest.approx(fit.sigma * 0.2 / 2048) for scale, _ in rng.normals)
     theta, iterates, k = theta0.copy(), [], 0
     spe = n // 2048
     for _ in range(fit.epochs):
         for _ in range(spe):
-            theta = theta - 10.0 / math.sqrt(k + 1) * rng.normals[k][1]
+            theta = theta - 10.0 / math.sqrt(k + 1) * draws[k]
             k += 1
         iterates.append(theta)
     assert np.allclose(fit.theta, np.mean(iterates[fit.burn_in:], axis=0), atol=1e-12)
@@ -137,3 +140,129 @@ def test_strict_fit_noise_and_projection() -> None:
         out = noisy_gd_fit(np.zeros(3), x, y, 1e-6, PROBIT, np.random.default_rng(seed),
                            radius=1.5)
         assert np.linalg.norm(out.theta) <= 1.5 + 1e-12
+
+
+def numpy_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link, rng, starts: range,
+                 batch: int, epochs: int, burn_in: int, **kwargs: float) -> np.ndarray:
+    """The passes of `sgd_passes` written step by step in numpy, one noise draw per step."""
+    clip, lam, lr0, noise_std = (kwargs[key] for key in ("clip", "lam", "lr0", "noise_std"))
+    order, total, kept, k = np.arange(X.shape[0]), np.zeros(X.shape[1]), 0, 0
+    for e in range(epochs):
+        rng.shuffle(order)
+        for start in starts:
+            k += 1
+            idx = order[start:start + batch]
+            g = clipped_gradients(theta, X[idx], y[idx], link, clip).mean(axis=0)
+            g += 2.0 * lam * theta
+            theta = theta - (lr0 / math.sqrt(k)) * (g + rng.normal(0.0, noise_std, size=X.shape[1]))
+        if e >= burn_in:
+            total += theta
+            kept += 1
+    return total / kept if kept else theta
+
+
+def _passes_case(rng: np.random.Generator, family: str) -> tuple[tuple, dict[str, float]]:
+    """Rows, a start point and minibatches as Private-GLM's fits make them: full minibatches
+    (drop-last) or ab8fd16's with a short last one; gradients below and above the clip."""
+    n, d = int(rng.integers(2, 2600)), int(rng.integers(1, 7))
+    x = rng.normal(size=(n, d)) * rng.uniform(0.05, 2.0)
+    y = (rng.random(n) < 0.5).astype(float) if LINKS[family].binary else rng.normal(size=n)
+    batch = min(n, int(rng.integers(1, 2100)))
+    starts = range(0, max(1, n // batch) * batch, batch) if rng.random() < 0.5 \
+        else range(0, n, batch)
+    args = (rng.normal(size=d), x, y, LINKS[family], starts, batch, int(rng.integers(1, 5)),
+            int(rng.integers(0, 3)))
+    return args, {"clip": 0.2, "lam": 1e-5, "lr0": float(rng.choice([0.5, 10.0])),
+                  "noise_std": float(rng.choice([0.0, 1e-3, 1.0]))}
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+def test_compiled_passes_are_the_numpy_steps(monkeypatch: pytest.MonkeyPatch,
+                                             family: str) -> None:
+    """θ̄ bit for bit and the generator's state after it, against one numpy step and one noise
+    draw per step, with the compiled steps and without; d = 1 (numpy sums one column pairwise)
+    takes numpy's steps. With noise, another generator gives another θ̄ (negative control;
+    a generator one draw ahead falls back in step within a shuffle's rejection draws)."""
+    rng, made = np.random.default_rng(30), []
+    real = _sgd.sgd_steps
+
+    def counted(*args: object) -> tuple[np.ndarray, int]:
+        found = real(*args)
+        made.append(found[1] == args[6])
+        return found
+
+    monkeypatch.setattr(_sgd, "sgd_steps", counted)
+    for case in range(16):
+        (theta0, x, y, link, starts, *rest), kwargs = _passes_case(rng, family)
+        made.clear()
+        mine, numpys, plain = (np.random.default_rng(case) for _ in range(3))
+        out = sgd_passes(theta0, x, y, link, mine, starts, *rest, **kwargs)
+        expected = numpy_passes(theta0, x, y, link, numpys, starts, *rest, **kwargs)
+        assert out.tobytes() == expected.tobytes()
+        assert mine.bit_generator.state == numpys.bit_generator.state
+        assert all(made) and len(made) == (rest[1] if x.shape[1] >= 2 else 0)
+        with monkeypatch.context() as patch:
+            patch.setattr(dpsgd_module, "compiled_steps", lambda *args: False)
+            alone = sgd_passes(theta0, x, y, link, plain, starts, *rest, **kwargs)
+        assert alone.tobytes() == expected.tobytes()
+        other = np.random.default_rng(case + 100)
+        assert sgd_passes(theta0, x, y, link, other, starts, *rest, **kwargs).tobytes() \
+            != out.tobytes() or kwargs["noise_std"] == 0.0
+        assert other.bit_generator.state != mine.bit_generator.state
+
+
+def test_steps_handed_over_partway_are_the_numpy_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled call stopping after k of an epoch's steps and numpy's making the rest."""
+    x, y = _data(np.random.default_rng(6), 5000, 4)
+    starts, kwargs = range(0, 4096, 512), {"clip": 0.2, "lam": 1e-5, "lr0": 10.0,
+                                           "noise_std": 0.01}
+    expected = numpy_passes(np.zeros(4), x, y, PROBIT, np.random.default_rng(7), starts, 512,
+                            3, 1, **kwargs)
+    real = _sgd.sgd_steps
+    for k in (0, 1, 5, 7):
+        def partway(*args, k=k):  # noqa: ANN001, ANN202
+            args = list(args)
+            args[6], args[8] = k, args[8][:k]
+            return real(*args)
+
+        monkeypatch.setattr(_sgd, "sgd_steps", partway)
+        out = sgd_passes(np.zeros(4), x, y, PROBIT, np.random.default_rng(7), starts, 512, 3, 1,
+                         **kwargs)
+        assert out.tobytes() == expected.tobytes()
+
+
+def test_compiled_steps_leave_nan_to_numpy() -> None:
+    """A NaN reward in the second minibatch: the first step is made, the second is not and
+    θ is the first step's."""
+    x, y = np.eye(4), np.array([0.0, 1.0, np.nan, 1.0])
+    args = (x, y, np.arange(4), np.zeros(4), 0, 2, 2, 2, np.zeros((2, 4)), 0, 0.2, 0.0, 1.0)
+    theta, done = _sgd.sgd_steps(*args, PROBIT.mean)
+    assert done == 1 and np.isfinite(theta).all() and theta.any()
+    y[2] = 0.0
+    assert _sgd.sgd_steps(*args, PROBIT.mean)[1] == 2
+
+
+def test_compiled_steps_refuse_other_arguments() -> None:
+    x, y, order, theta = np.eye(3), np.zeros(3), np.arange(3), np.zeros(3)
+
+    def steps(**changed: object) -> tuple[np.ndarray, int]:
+        given = {"x": x, "y": y, "order": order, "theta": theta, "first": 0, "stride": 1,
+                 "count": 2, "batch": 1, "noise": np.zeros((2, 3)), "k": 0, "clip": 0.2,
+                 "two_lam": 0.0, "lr0": 1.0, "mean": None} | changed
+        return _sgd.sgd_steps(*given.values())
+
+    assert steps()[1] == 2
+    with pytest.raises(ValueError, match=r"x of shape \(3, 1\) is not allowed"):
+        steps(x=np.ones((3, 1)), theta=np.zeros(1), noise=np.zeros((2, 1)))
+    with pytest.raises(ValueError, match="x is not allowed"):
+        steps(x=np.asfortranarray(np.arange(6.0).reshape(3, 2)))
+    with pytest.raises(ValueError, match="noise is not allowed"):
+        steps(noise=np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="order is not allowed"):
+        steps(order=np.arange(3, dtype=np.int32))
+    with pytest.raises(ValueError, match=r"order\[1\] = 7 is not allowed"):
+        steps(order=np.array([0, 7, 1]))
+    with pytest.raises(ValueError, match="first, stride, count, batch, k are not allowed"):
+        steps(stride=0)
+    with pytest.raises(RuntimeError, match="mean is not a numpy ufunc"):
+        steps(mean=len)

@@ -8,13 +8,13 @@
  *   [0, 2g] after scaling, from the rounding draws U the caller made (`_rounded_levels`).
  *
  * Every number is the one numpy computes, by the same code (tests/privacy/test_vector_sum.py):
- * the row norms are numpy's einsum (PyArray_EinsteinSum, what `np.einsum` calls) and sqrt,
- * the rest single IEEE operations in numpy's order (compiled with -ffp-contract=off), and the
- * level sums integers, exact in any order. `gd_steps` computes Xθ by numpy's matmul loop, μ by
- * the link's ufunc loop, θ·θ by numpy's matmul, draws the rounding uniforms as
- * `Generator.random` does (one `next_double` each, row by row) and the blanket counts by the
- * caller's `blanket` (`vector_sum.blanket_deviation` on the same generator). A NaN in `level_sums` returns None: the caller then
- * makes numpy's calls. NaN norms and clipped rows may differ from numpy's in their sign bit.
+ * the clipping is `clip_rows.h`'s, the rest single IEEE operations in numpy's order (compiled
+ * with -ffp-contract=off), and the level sums integers, exact in any order. `gd_steps`
+ * computes Xθ by numpy's matmul loop, μ by the link's ufunc loop, θ·θ by numpy's matmul,
+ * draws the rounding uniforms as `Generator.random` does (one `next_double` each, row by row)
+ * and the blanket counts by the caller's `blanket` (`vector_sum.blanket_deviation` on the same
+ * generator). A NaN in `level_sums` returns None: the caller then makes numpy's calls. NaN
+ * norms and clipped rows may differ from numpy's in their sign bit.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +31,7 @@
 #endif
 
 #include "../numpy_loops.h"
+#include "clip_rows.h"
 #include "numpy/random/bitgen.h"
 
 #define D_ ((npy_intp)sizeof(double))
@@ -61,39 +62,6 @@ static int vector(PyObject *object, const char *name, npy_intp size, int writabl
                  "float64 array of %zd values", name, writable ? " writable" : "",
                  (Py_ssize_t)size);
     return -1;
-}
-
-/* `np.sqrt(np.einsum("ij,ij->i", v, v))`: a new (n,) array, NULL with an error. */
-static PyArrayObject *row_norms(PyArrayObject *v)
-{
-    PyArrayObject *norms = row_dots(v, v);
-    if (norms == NULL)
-        return NULL;
-    double *values = (double *)PyArray_DATA(norms);
-    for (npy_intp i = 0; i < PyArray_DIM(norms, 0); i++)
-        values[i] = sqrt(values[i]);
-    return norms;
-}
-
-/* Each row of v scaled in place by min(1, bound/max(‖row‖, 1e-300)); -1 with an error. */
-static int clip_in_place(PyArrayObject *v, double bound)
-{
-    PyArrayObject *norms = row_norms(v);
-    if (norms == NULL)
-        return -1;
-    npy_intp n = PyArray_DIM(v, 0), d = PyArray_DIM(v, 1);
-    double *x = (double *)PyArray_DATA(v);
-    const double *norm = (const double *)PyArray_DATA(norms);
-    for (npy_intp i = 0; i < n; i++) {
-        /* np.minimum(1.0, bound / np.maximum(norm, 1e-300)), NaN kept as numpy keeps it */
-        double floored = isnan(norm[i]) || norm[i] >= 1e-300 ? norm[i] : 1e-300;
-        double ratio = bound / floored;
-        double factor = isnan(ratio) || ratio < 1.0 ? ratio : 1.0;
-        for (npy_intp b = 0; b < d; b++)
-            x[i * d + b] = x[i * d + b] * factor;
-    }
-    Py_DECREF(norms);
-    return 0;
 }
 
 static PyObject *clip_rows(PyObject *self, PyObject *args)

@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits.links import Link
+from dpbandits.links import Link, compiled_mean
+from dpbandits.privacy import _sgd
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
 from dpbandits.privacy.exact_noise import Noise
+from dpbandits.privacy.vector_sum import compiled_rows
 
 CLIP = 0.2
 LAMBDA_FIT = 1e-5
@@ -119,24 +121,44 @@ def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
                rng: np.random.Generator, starts: range, batch: int, epochs: int, burn_in: int,
                *, clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
     """`epochs` shuffled passes of minibatch steps θ ← θ − (lr0/√k)(ḡ + 2λθ + N(0, noise_std²)),
-    one minibatch per start in `starts`; the average of the epoch-end iterates after burn-in."""
+    one minibatch per start in `starts`; the average of the epoch-end iterates after burn-in.
+
+    Each epoch shuffles, then draws its steps' noise in one call (the values one call per step
+    draws); `_sgd.sgd_steps` makes the steps where it computes them as numpy does."""
     d = X.shape[1]
     order = np.arange(X.shape[0])
+    compiled = compiled_steps(X, y, link)
+    mean = None if link.name == "linear" else link.mean
     total = np.zeros(d)
     kept = 0
     k = 0
     for e in range(epochs):
         rng.shuffle(order)
-        for start in starts:
-            k += 1
-            idx = order[start:start + batch]
+        noise = rng.normal(0.0, noise_std, size=(len(starts), d))
+        done = 0
+        if compiled:
+            theta, done = _sgd.sgd_steps(X, y, order, np.ascontiguousarray(theta, dtype=float),
+                                         starts.start, starts.step, len(starts), batch, noise,
+                                         k, clip, 2.0 * lam, lr0, mean)
+        for s in range(done, len(starts)):
+            idx = order[starts[s]:starts[s] + batch]
             g = clipped_gradients(theta, X[idx], y[idx], link, clip).mean(axis=0)
             g += 2.0 * lam * theta
-            theta = theta - (lr0 / math.sqrt(k)) * (g + rng.normal(0.0, noise_std, size=d))
+            theta = theta - (lr0 / math.sqrt(k + s + 1)) * (g + noise[s])
+        k += len(starts)
         if e >= burn_in:
             total += theta
             kept += 1
     return total / kept if kept else theta
+
+
+def compiled_steps(X: np.ndarray, y: np.ndarray, link: Link) -> bool:
+    """Whether `_sgd.sgd_steps` takes these rows and link: C-ordered aligned native float64
+    X (n, d ≥ 2; numpy sums one column pairwise) and y (n,), a link whose mean is a ufunc or
+    the identity (others take numpy's calls)."""
+    return (compiled_mean(link) and compiled_rows(X) and X.shape[1] >= 2 and y.ndim == 1
+            and y.shape[0] == X.shape[0] and y.dtype == np.float64 and y.flags.c_contiguous
+            and y.flags.aligned)
 
 
 def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
