@@ -11,6 +11,7 @@ import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_ref
 
 from dpbandits.errors import ConfigError
+from dpbandits.privacy import _wbk
 from dpbandits.privacy import accountant as acc
 
 
@@ -227,6 +228,55 @@ def test_log_a_with_what_depends_on_the_orders_kept_gives_the_direct_bits() -> N
         log_a_reference(0.3, sigma, groups[1], deltas).tobytes())
     with pytest.raises(ValueError, match="read-only"):
         acc._order_grid(groups[0].tobytes(), 64).log_comb[0, 0] = 0.0
+
+
+def test_rdp_interpolation_is_the_per_order_formula() -> None:
+    """RDP(α) from the log A table: integer orders log A_α/(α − 1), the others
+    ((1 − t) log A_⌊α⌋ + t log A_⌈α⌉)/(α − 1), order by order, bit for bit; a table one ulp
+    off at one entry gives other bits (negative control)."""
+    rng = np.random.default_rng(12)
+    for case in range(200):
+        orders = np.array(acc.rdp_orders(float(rng.choice([0.1, 1.0]))))
+        orders = rng.permutation(orders)[: int(rng.integers(1, orders.size + 1))]
+        if case % 4 == 0:
+            orders = np.concatenate((orders, rng.uniform(1.0, 300.0, size=5)))
+        table = np.concatenate(([0.0, 0.0], rng.exponential(size=1100) * 50.0))
+        expected = np.empty(orders.size)
+        for k, a in enumerate(orders):
+            if float(a).is_integer():
+                expected[k] = table[int(a)] / (a - 1.0)
+            else:
+                fl, ce = int(math.floor(a)), int(math.ceil(a))
+                t = a - fl
+                expected[k] = ((1 - t) * table[fl] + t * table[ce]) / (a - 1.0)
+        assert acc._rdp_from_log_a(orders, table).tobytes() == expected.tobytes()
+    table[int(orders[0])] = math.nextafter(table[int(orders[0])], math.inf)
+    assert acc._rdp_from_log_a(orders, table).tobytes() != expected.tobytes()
+
+
+def test_compiled_log_a_refuses_other_arguments() -> None:
+    grid = acc._order_grid(np.arange(2, 9, dtype=np.int64).tobytes(), 8)
+    deltas = acc._log_forward_diffs(2.0, 8)
+
+    def log_a(**changed: object) -> np.ndarray:
+        given = {"i": grid.i, "exact": grid.exact, "lo_idx": grid.lo_idx, "hi_idx": grid.hi_idx,
+                 "deltas": deltas, "log_comb": grid.log_comb, "inside": grid.inside,
+                 "out": np.empty(7)} | changed
+        _wbk.log_a_ints(math.log(0.3), 8.0, 0.1, math.log(2.0), math.log(4.0),
+                        *given.values())
+        return given["out"]
+
+    assert np.isfinite(log_a()).all()
+    with pytest.raises(ValueError, match="deltas of 3 values is not allowed; must reach index 3"):
+        log_a(deltas=deltas[:3])
+    with pytest.raises(ValueError, match="out is not allowed"):
+        log_a(out=np.empty(6))
+    with pytest.raises(ValueError, match="lo_idx is not allowed"):
+        log_a(lo_idx=grid.lo_idx.astype(np.int32))
+    with pytest.raises(ValueError, match="log_comb is not allowed"):
+        log_a(log_comb=np.asfortranarray(grid.log_comb))
+    with pytest.raises(ValueError, match="exact is not allowed"):
+        log_a(exact=grid.exact.astype(float))
 
 
 def test_log_a_refuses_orders_that_are_not_integers() -> None:

@@ -62,7 +62,7 @@ class _OrderGrid(NamedTuple):
     """What `_log_a_ints` needs of its orders α and terms i = 2 … top, whatever σ and q are."""
 
     i: np.ndarray  # the term indices, as floats
-    exact: np.ndarray  # (orders, 1): α ≤ 256, summed exactly
+    exact: np.ndarray  # (orders,): α ≤ 256, summed exactly
     n_exact: int
     lo_idx: np.ndarray  # forward-difference indices of the exact terms' bound
     hi_idx: np.ndarray
@@ -80,7 +80,7 @@ def _order_grid(alphas_key: bytes, top_order: int) -> _OrderGrid:
     n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
     alpha = alphas[:, None].astype(float)
     log_comb = gammaln(alpha + 1.0) - gammaln(i + 1.0) - gammaln(np.maximum(alpha - i, 0) + 1.0)
-    grid = _OrderGrid(i, exact[:, None], n_exact, 2 * (ii[: n_exact - 1] // 2) - 1,
+    grid = _OrderGrid(i, exact, n_exact, 2 * (ii[: n_exact - 1] // 2) - 1,
                       2 * ((ii[: n_exact - 1] + 1) // 2) - 1, log_comb, i[None, :] <= alpha)
     for array in (grid.i, grid.exact, grid.lo_idx, grid.hi_idx, grid.log_comb, grid.inside):
         array.flags.writeable = False  # shared by every call with these orders
@@ -95,36 +95,58 @@ def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
     i ≤ max_terms are summed: a lower bound of the full value (all terms are positive).
     """
     log_q = math.log(q)
-    f2 = 2.0 / (2.0 * sigma**2)
+    scale = 2.0 * sigma**2
+    f2 = 2.0 / scale
     first = min(_LOG4 + f2 + math.log1p(-math.exp(-f2)), f2 + _LOG2)
     top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
     orders = np.asarray(alphas)
     if orders.dtype.kind not in "iu":
         raise ConfigError(f"orders {orders!r} are not allowed; must be integers (int arrays)")
     grid = _order_grid(np.ascontiguousarray(orders, dtype=np.int64).tobytes(), top_order)
-    i, n_exact = grid.i, grid.n_exact
-    bound = _LOG2 + (i - 1.0) * i / (2.0 * sigma**2)
-    tight = np.minimum(_LOG4 + 0.5 * (deltas[grid.lo_idx] + deltas[grid.hi_idx]),
-                       bound[: n_exact - 1])
-    padded = np.concatenate((tight, np.full(top_order - n_exact, np.inf)))
-    terms = np.where(grid.exact, padded, bound)
-    terms = terms + i * log_q + grid.log_comb
-    terms[:, 0] = 2 * log_q + grid.log_comb[:, 0] + first
-    terms = np.where(grid.inside, terms, -np.inf)
-    top = np.maximum(terms.max(axis=1), 0.0)
-    return top + np.log(np.exp(-top) + np.exp(terms - top[:, None]).sum(axis=1))
+    out = np.empty(orders.size)
+    _wbk.log_a_ints(log_q, scale, first, _LOG2, _LOG4, grid.i, grid.exact, grid.lo_idx,
+                    grid.hi_idx, np.ascontiguousarray(deltas, dtype=float), grid.log_comb,
+                    grid.inside, out)
+    return out
 
 
-def _rdp_from_log_a(orders: np.ndarray, log_a: dict[int, float]) -> np.ndarray:
-    """RDP(α) = log A_α/(α − 1), interpolating the CGF between integers (WBK Cor. 10)."""
-    out = np.empty_like(orders)
-    for k, a in enumerate(orders):
-        if float(a).is_integer():
-            out[k] = log_a[int(a)] / (a - 1.0)
-        else:
-            fl, ce = int(math.floor(a)), int(math.ceil(a))
-            t = a - fl
-            out[k] = ((1 - t) * log_a[fl] + t * log_a[ce]) / (a - 1.0)
+class _Interpolation(NamedTuple):
+    """Where `_rdp_from_log_a` reads each order's log A: integer orders at their own index,
+    the others between floor and ceiling with weight t = α − ⌊α⌋."""
+
+    whole: np.ndarray  # positions of the integer orders
+    whole_at: np.ndarray  # their indices in the table
+    whole_denominator: np.ndarray  # α − 1.0
+    mixed: np.ndarray  # positions of the others
+    floor: np.ndarray
+    ceiling: np.ndarray
+    t: np.ndarray
+    mixed_denominator: np.ndarray
+
+
+@functools.lru_cache(maxsize=64)
+def _interpolation_of(orders_key: bytes) -> _Interpolation:
+    """The `_Interpolation` of the float64 orders whose bytes are `orders_key` (read-only)."""
+    orders = np.frombuffer(orders_key, dtype=float)
+    whole = np.flatnonzero(orders == np.floor(orders))
+    mixed = np.flatnonzero(orders != np.floor(orders))
+    floor = np.floor(orders[mixed])
+    found = _Interpolation(whole, orders[whole].astype(np.int64), orders[whole] - 1.0, mixed,
+                           floor.astype(np.int64), np.ceil(orders[mixed]).astype(np.int64),
+                           orders[mixed] - floor, orders[mixed] - 1.0)
+    for array in found:
+        array.flags.writeable = False
+    return found
+
+
+def _rdp_from_log_a(orders: np.ndarray, log_a: np.ndarray) -> np.ndarray:
+    """RDP(α) = log A_α/(α − 1), interpolating the CGF between integers (WBK Cor. 10); log_a
+    indexed by the integer order."""
+    at = _interpolation_of(np.ascontiguousarray(orders, dtype=float).tobytes())
+    out = np.empty(orders.shape)
+    out[at.whole] = log_a[at.whole_at] / at.whole_denominator
+    out[at.mixed] = ((1 - at.t) * log_a[at.floor] + at.t * log_a[at.ceiling]) \
+        / at.mixed_denominator
     return out
 
 
@@ -143,17 +165,19 @@ def _integer_support_of(orders_key: bytes) -> np.ndarray:
 
 
 def _log_a_table(q: float, sigma: float, orders: np.ndarray,
-                 deltas: np.ndarray | None = None) -> dict[int, float]:
+                 deltas: np.ndarray | None = None) -> np.ndarray:
+    """log A_k at every integer k next to the orders (log A_0 = log A_1 = 0), indexed by k;
+    NaN at the integers not needed."""
     big = _integer_support(orders)
-    log_a: dict[int, float] = {0: 0.0, 1: 0.0}
+    log_a = np.full(int(big.max(initial=1)) + 1, np.nan)
+    log_a[:2] = 0.0
     if big.size:
         need = max(2, int(big[big <= EXACT_MAX_ORDER].max(initial=2)))
         if deltas is None or deltas.size < need + 2:
             deltas = _log_forward_diffs(sigma, need)
         for group in (big[big <= EXACT_MAX_ORDER], big[big > EXACT_MAX_ORDER]):
             if group.size:
-                values = _log_a_ints(q, sigma, group, deltas).tolist()
-                log_a.update(zip(group.tolist(), values, strict=True))
+                log_a[group] = _log_a_ints(q, sigma, group, deltas)
     return log_a
 
 
