@@ -447,7 +447,9 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
                           &vals_obj, &vecs_obj, &scales_obj, &width_scale, &cap, &reward_bound,
                           &link, &expit_obj, &take_sqrt))
         return NULL;
-    if (link_kind(link) < 0 || (link == LOGISTIC && bind_ufunc(&expit, expit_obj, "expit") < 0))
+    Loop expit_loop = {NULL, NULL};
+    if (link_kind(link) < 0
+            || (link == LOGISTIC && bind_ufunc(&expit, expit_obj, "expit", &expit_loop) < 0))
         return NULL;
     const double *arms;
     npy_intp K, d, *alive;
@@ -482,7 +484,7 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
         low[r] = reward_bound * low[r];
     apply(&exp_loop, low, beta, m);
     matmul_with(&matmul_loop, x, d * D, D, m, d, e.thetas, D, 0, 1, 1, z); /* x @ θ̂₁ */
-    link_dot(link, &expit.loop, &exp_loop, z, scratch, m);
+    link_dot(link, &expit_loop, &exp_loop, z, scratch, m);
     for (npy_intp r = 0; r < m; r++)
         w[r] = z[r] / beta[r];
     /* the design points: sqrt(w) (or w) times each survivor */

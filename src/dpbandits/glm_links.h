@@ -10,19 +10,21 @@
 enum { LOGISTIC, PROBIT, LINEAR }; /* the links of `links.LINKS`, by the kind passed */
 
 /* The float64 loop of a ufunc passed on each call, looked up again only when the object
- * changes. */
+ * changes. A call keeps the copy `bind_ufunc` gives it: numpy's einsum releases the GIL, and
+ * another thread may bind another ufunc meanwhile. */
 typedef struct {
     PyObject *seen;
     Loop loop;
 } BoundUfunc;
 
-static int bind_ufunc(BoundUfunc *bound, PyObject *ufunc, const char *name)
+static int bind_ufunc(BoundUfunc *bound, PyObject *ufunc, const char *name, Loop *copy)
 {
-    if (ufunc == bound->seen)
-        return 0;
-    if (ufunc_loop(ufunc, name, 1, 1, &bound->loop) < 0)
-        return -1;
-    Py_XSETREF(bound->seen, Py_NewRef(ufunc));
+    if (ufunc != bound->seen) {
+        if (ufunc_loop(ufunc, name, 1, 1, &bound->loop) < 0)
+            return -1;
+        Py_XSETREF(bound->seen, Py_NewRef(ufunc));
+    }
+    *copy = bound->loop;
     return 0;
 }
 

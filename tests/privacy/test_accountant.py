@@ -254,6 +254,12 @@ def test_rdp_interpolation_is_the_per_order_formula() -> None:
     assert acc._rdp_from_log_a(orders, table).tobytes() != expected.tobytes()
 
 
+def test_rdp_refuses_negative_or_missing_orders() -> None:
+    for orders in ([-0.5, 2.0, 10.0], [2.0, math.nan]):
+        with pytest.raises(ConfigError, match="orders .* are not allowed; must be finite"):
+            acc.rdp_sampled_gaussian_wor(0.3, 1.0, orders)
+
+
 def test_compiled_log_a_refuses_other_arguments() -> None:
     grid = acc._order_grid(np.arange(2, 9, dtype=np.int64).tobytes(), 8)
     deltas = acc._log_forward_diffs(2.0, 8)

@@ -116,6 +116,7 @@ typedef struct {
     double *v_inv, *h_cur, *h_cur_inv, *h_prev, *prev_inv, *theta_w, *centre, *z_x, *z_r;
     int aliased, running_max, strict, divide_e, link, prev_known;
     double thr_w, width, beta, log_dbl, logdet_prev, max_logdet_cur, max_logdet_prev;
+    Loop expit; /* the logistic link's expit, for this call */
 } State;
 
 /* Criterion II in the variant's form (log-determinants, or their running maxima): 1 due, 0
@@ -152,7 +153,7 @@ static void grow(State *s, npy_intp n, const double *x, double r, double *u, int
     memcpy(s->z_x + n * d, x, sizeof(double) * (size_t)d);
     s->z_r[n] = r;
     double z = dot(x, s->theta_w, d), scratch;
-    link_dot(s->link, &expit.loop, &exp_loop, &z, &scratch, 1);
+    link_dot(s->link, &s->expit, &exp_loop, &z, &scratch, 1);
     rank_one(s->h_cur, s->h_cur_inv, x, s->divide_e ? z / M_E : z, u, d);
     *known = s->running_max;
     if (s->running_max) {
@@ -247,7 +248,7 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     int prev_given = s.prev_known;
     Tables tb;
     if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(s.link) < 0
-            || (s.link == LOGISTIC && bind_ufunc(&expit, expit_o, "expit") < 0))
+            || (s.link == LOGISTIC && bind_ufunc(&expit, expit_o, "expit", &s.expit) < 0))
         return NULL;
     s.K = tb.K;
     s.d = tb.d;
@@ -316,6 +317,7 @@ typedef struct {
     double *V, *V_inv, *theta;
     Py_ssize_t n, clamp_events, violations, first_violation, max_inside;
     double cum;
+    Loop expit; /* scipy's expit, for this call */
 } Eco;
 
 /* Scratch of one round: the eigen-decomposition of Ṽ and the vectors of the online steps. */
@@ -325,10 +327,10 @@ typedef struct {
 } EcoWork;
 
 /* `expit` of one value, as scipy's ufunc on a 0-d array gives it. */
-static double expit1(double z)
+static double expit1(const Eco *e, double z)
 {
     double out;
-    apply(&expit.loop, &z, &out, 1);
+    apply(&e->expit, &z, &out, 1);
     return out;
 }
 
@@ -434,7 +436,7 @@ static npy_intp eco_select(const Eco *e, Work *work, int *clamped)
         return -1;
     const double *x = PyArray_DATA(work->x), *q = PyArray_DATA(work->q);
     rows_dot(x, K, d, e->theta, work->c); /* arms @ θ */
-    apply(&expit.loop, work->c, work->index, K);
+    apply(&e->expit, work->c, work->index, K);
     double radius = sqrt(rad2);
     for (npy_intp k = 0; k < K; k++)
         work->index[k] = work->index[k] + radius * sqrt(q[k]);
@@ -477,8 +479,8 @@ static int eco_update(Eco *e, EcoWork *w, const double *x, double r, Py_ssize_t 
     double spread = dot(w->dv, w->diff, d); /* diff @ Ṽ @ diff */
     double disc = sqrt(0.0 > spread ? 0.0 : spread);
     double z = dot(x, w->theta, d), z_bar = dot(x, w->theta_bar, d);
-    double p = expit1(z), s = p * (1.0 - p);
-    double p_bar = expit1(z_bar), s_bar = p_bar * (1.0 - p_bar);
+    double p = expit1(e, z), s = p * (1.0 - p);
+    double p_bar = expit1(e, z_bar), s_bar = p_bar * (1.0 - p_bar);
     memcpy(w->v_new, e->V, sizeof(double) * (size_t)(d * d));
     memcpy(w->v_inv_new, e->V_inv, sizeof(double) * (size_t)(d * d));
     rank_one(w->v_new, w->v_inv_new, x, s, w->u, d);
@@ -504,7 +506,8 @@ static PyObject *ecolog(PyObject *self, PyObject *args)
                           &e.clamp_events, &e.violations))
         return NULL;
     Tables tb;
-    if (tables_from(tables_o, t, stop, &tb) < 0 || bind_ufunc(&expit, expit_o, "expit") < 0)
+    if (tables_from(tables_o, t, stop, &tb) < 0
+            || bind_ufunc(&expit, expit_o, "expit", &e.expit) < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     e.d = d;
@@ -565,13 +568,13 @@ static PyObject *ecolog(PyObject *self, PyObject *args)
 
 static BoundUfunc mean_ufunc; /* the link's mean μ, as passed (expit, ndtr) */
 
-/* μ(z) of the m values z into out, as `Link.mean`: its ufunc's loop, or z (linear). */
-static void link_mean(int link, double *z, double *out, npy_intp m)
+/* μ(z) of the m values z into out, as `Link.mean`: its ufunc's loop `mean`, or z (linear). */
+static void link_mean(int link, const Loop *mean, double *z, double *out, npy_intp m)
 {
     if (link == LINEAR)
         memcpy(out, z, sizeof(double) * (size_t)m);
     else
-        apply(&mean_ufunc.loop, z, out, m);
+        apply(mean, z, out, m);
 }
 
 /*
@@ -588,8 +591,9 @@ static PyObject *gloc(PyObject *self, PyObject *args)
                           &theta_o, &z_o, &link, &mean_o, &c_mu, &delta, &a, &tail, &S, &B))
         return NULL;
     Tables tb;
+    Loop mean = {NULL, NULL};
     if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(link) < 0
-            || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o, "mean") < 0))
+            || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o, "mean", &mean) < 0))
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     double *V, *V_inv, *theta, *z;
@@ -615,7 +619,7 @@ static PyObject *gloc(PyObject *self, PyObject *args)
         double radius = sqrt(1.0 + (4.0 / c_mu) * B + 8.0 * a * log(inner));
         const double *q = PyArray_DATA(work.q);
         rows_dot(PyArray_DATA(work.x), K, d, theta, work.c); /* arms @ θ */
-        link_mean(link, work.c, work.index, K);
+        link_mean(link, &mean, work.c, work.index, K);
         for (npy_intp k = 0; k < K; k++)
             work.index[k] = work.index[k] + radius * sqrt(q[k]);
         npy_intp choice = first_argmax(work.index, K);
@@ -626,10 +630,10 @@ static PyObject *gloc(PyObject *self, PyObject *args)
         tb.reward[t] = r;
         /* update: V and V⁻¹ (w = 1: 1·(x_i x_j) is x_i x_j), B, z and the ONS step */
         rank_one(V, V_inv, x, 1.0, u, d);
-        double xtheta = dot(x, theta, d), mean;
-        link_mean(link, &xtheta, &mean, 1);
+        double xtheta = dot(x, theta, d), mu;
+        link_mean(link, &mean, &xtheta, &mu, 1);
         for (npy_intp i = 0; i < d; i++)
-            g[i] = (mean - r) * x[i];
+            g[i] = (mu - r) * x[i];
         vec_mat(g, V_inv, d, gv); /* g @ V⁻¹ */
         B = B + (0.5 / c_mu) * dot(gv, g, d);
         mat_vec(V_inv, 0, g, d, gv); /* V⁻¹ @ g */

@@ -10,11 +10,13 @@
  * the link's ufunc loop, the clipping `clip_rows.h`'s, the column means numpy's order for a
  * C-ordered (rows, d ≥ 2) array (from 0.0, row by row, then ÷ rows), the rest single IEEE
  * operations in the order Python evaluates them (compiled with -ffp-contract=off). The noise
- * rows are the caller's draws. A step whose clipped gradients or new θ hold a NaN is not made:
- * the caller makes it and the rest with numpy, which keeps NaN's sign bits.
+ * rows are the caller's draws. A step whose clipped gradients or new θ hold a NaN, or that
+ * raises a floating-point exception, is not made: the caller makes it and the rest with numpy,
+ * which keeps NaN's sign bits and warns or raises as its errstate says.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <fenv.h>
 #include <math.h>
 #include <string.h>
 
@@ -30,10 +32,12 @@
 #include "clip_rows.h"
 
 #define D_ ((npy_intp)sizeof(double))
+/* the floating-point exceptions numpy warns of by default (a step raising one is left to
+ * numpy, which warns or raises as the caller's errstate says; underflow, which numpy ignores
+ * by default and the links' loops raise for large |xᵀθ|, is not checked) */
+#define FP_EXCEPTIONS (FE_DIVBYZERO | FE_OVERFLOW | FE_INVALID)
 
 static Loop matmul_loop;
-static PyObject *mean_seen; /* the ufunc whose loop `mean_loop` is: the link's mean */
-static Loop mean_loop;
 
 /* A C-contiguous aligned native array of `type` with `ndim` dims: `rows` first and, for
  * ndim 2, `cols` second (each where >= 0); -1 with a ValueError naming it. */
@@ -92,11 +96,9 @@ static PyObject *sgd_steps(PyObject *self, PyObject *args)
                         "be first >= 0, stride >= 1, count >= 0, batch >= 1, k >= 0");
         return NULL;
     }
-    if (mean_obj != Py_None && mean_obj != mean_seen) {
-        if (ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
-            return NULL;
-        Py_XSETREF(mean_seen, Py_NewRef(mean_obj));
-    }
+    Loop mean_loop = {NULL, NULL}; /* this call's: einsum releases the GIL to other callers */
+    if (mean_obj != Py_None && ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
+        return NULL;
     const double *x = (const double *)PyArray_DATA((PyArrayObject *)x_obj);
     const double *y = (const double *)PyArray_DATA((PyArrayObject *)y_obj);
     const npy_intp *order = (const npy_intp *)PyArray_DATA((PyArrayObject *)order_obj);
@@ -117,10 +119,13 @@ static PyObject *sgd_steps(PyObject *self, PyObject *args)
     double *sums = mu + rows_max, *next = sums + d;
     double *th = (double *)PyArray_DATA((PyArrayObject *)theta);
     double *g = (double *)PyArray_DATA(grads);
+    fexcept_t raised_before;
+    fegetexceptflag(&raised_before, FP_EXCEPTIONS);
     for (; done < count; done++) {
-        npy_intp start = first + done * stride;
-        if (start >= n)
+        if (first >= n || done > (n - 1 - first) / stride)
             break; /* an empty minibatch: numpy's mean of nothing */
+        npy_intp start = first + done * stride;
+        feclearexcept(FP_EXCEPTIONS);
         npy_intp rows = n - start < batch ? n - start : batch; /* order[start:start + batch] */
         for (npy_intp i = 0; i < rows; i++) {
             npy_intp j = order[start + i];
@@ -134,6 +139,8 @@ static PyObject *sgd_steps(PyObject *self, PyObject *args)
             yb[i] = y[j];
         }
         matmul_with(&matmul_loop, xb, d * D_, D_, rows, d, th, D_, 0, 1, 1, z); /* X[idx] @ θ */
+        if (fetestexcept(FP_EXCEPTIONS))
+            break; /* tested before the link's loop: scipy's loops clear the flags */
         if (mean_obj == Py_None)
             memcpy(mu, z, sizeof(double) * (size_t)rows);
         else
@@ -143,6 +150,8 @@ static PyObject *sgd_steps(PyObject *self, PyObject *args)
             for (npy_intp b = 0; b < d; b++)
                 g[i * d + b] = r * xb[i * d + b];
         }
+        if (fetestexcept(FP_EXCEPTIONS))
+            break;
         npy_intp step_shape[2] = {rows, d};
         PyArrayObject *step = rows == rows_max ? (PyArrayObject *)Py_NewRef(grads)
             : (PyArrayObject *)PyArray_SimpleNewFromData(2, step_shape, NPY_DOUBLE, g);
@@ -163,10 +172,11 @@ static PyObject *sgd_steps(PyObject *self, PyObject *args)
             double mean = sums[b] / (double)rows + two_lam * th[b];
             next[b] = th[b] - lr * (mean + row[b]);
         }
-        if (any_nan(next, d))
+        if (any_nan(next, d) || fetestexcept(FP_EXCEPTIONS))
             break;
         memcpy(th, next, sizeof(double) * (size_t)d);
     }
+    fesetexceptflag(&raised_before, FP_EXCEPTIONS);
     result = Py_BuildValue("(On)", theta, done);
 finish:
     Py_XDECREF((PyObject *)grads);
@@ -180,8 +190,9 @@ static PyMethodDef methods[] = {
      "sgd_steps(x, y, order, theta, first, stride, count, batch, noise, k, clip, two_lam, lr0, "
      "mean) -> (theta, done): DP-SGD's steps k + 1, ..., k + count from theta, step s on the "
      "rows order[first + s*stride:][:batch] of x (n, d >= 2) and y, adding noise[s]; mean is "
-     "the link's mean ufunc (None: the identity). done < count where a step's clipped "
-     "gradients or new theta hold a NaN: the caller makes it and the rest."},
+     "the link's mean ufunc (None: the identity). done < count where a step starts at n or "
+     "beyond, its clipped gradients or new theta hold a NaN, or it raises a floating-point "
+     "exception: the caller makes it and the rest."},
     {NULL, NULL, 0, NULL},
 };
 

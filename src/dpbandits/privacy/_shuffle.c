@@ -133,8 +133,6 @@ static PyObject *level_sums(PyObject *self, PyObject *args)
 /* ---- P_GD's iterations -------------------------------------------------------------- */
 
 static Loop matmul_loop;
-static PyObject *mean_seen; /* the ufunc whose loop `mean_loop` is: the link's mean */
-static Loop mean_loop;
 
 enum { MEAN_UFUNC, MEAN_IDENTITY }; /* μ by its ufunc (logistic, probit), or μ(z) = z */
 
@@ -169,16 +167,18 @@ static int vector_norm(PyObject *theta, double *norm)
 }
 
 /* The clipped gradients G of P_GD at θ into the n×d array `grads` (`shuffle_gd`'s
- * (μ(Xθ) − y)[:, None]·X + (λ_max/n)·θ, then `clipped_gradients_rows`); whether every row
+ * (μ(Xθ) − y)[:, None]·X + (λ_max/n)·θ, μ by the loop `mean` or the identity (NULL), then
+ * `clipped_gradients_rows`); whether every row
  * passes `_check_vectors` and no entry is NaN (else numpy's calls decide the iteration). */
 static int clipped_gradients(const double *x, const double *y, npy_intp n, npy_intp d,
-                             const double *theta, double lam_over_n, double bound, int mean,
-                             PyArrayObject *grads, double *xt, double *z, double *c)
+                             const double *theta, double lam_over_n, double bound,
+                             const Loop *mean, PyArrayObject *grads, double *xt, double *z,
+                             double *c)
 {
     double *gr = (double *)PyArray_DATA(grads);
     matmul_with(&matmul_loop, x, d * D_, D_, n, d, theta, D_, 0, 1, 1, xt); /* X @ θ */
-    if (mean == MEAN_UFUNC)
-        apply(&mean_loop, xt, z, n);
+    if (mean != NULL)
+        apply(mean, xt, z, n);
     else
         memcpy(z, xt, sizeof(double) * (size_t)n);
     for (npy_intp b = 0; b < d; b++)
@@ -227,11 +227,9 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
         return NULL;
     }
     int mean = mean_obj == Py_None ? MEAN_IDENTITY : MEAN_UFUNC;
-    if (mean == MEAN_UFUNC && mean_obj != mean_seen) {
-        if (ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
-            return NULL;
-        Py_XSETREF(mean_seen, Py_NewRef(mean_obj));
-    }
+    Loop mean_loop = {NULL, NULL}; /* this call's: its callbacks and einsum let other callers run */
+    if (mean == MEAN_UFUNC && ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
+        return NULL;
     PyObject *bit_generator = PyObject_GetAttrString(rng, "bit_generator");
     PyObject *capsule = bit_generator ? PyObject_GetAttrString(bit_generator, "capsule") : NULL;
     PyObject *lock = capsule ? PyObject_GetAttrString(bit_generator, "lock") : NULL;
@@ -264,7 +262,8 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
     const double scale = bound / (double)g, offset = (double)n * bound;
     for (; done < iterations; done++) {
         double *th = (double *)PyArray_DATA((PyArrayObject *)theta);
-        int ok = clipped_gradients(x, y, n, d, th, lam_over_n, bound, mean, grads, xt, z, c);
+        int ok = clipped_gradients(x, y, n, d, th, lam_over_n, bound,
+                                   mean == MEAN_UFUNC ? &mean_loop : NULL, grads, xt, z, c);
         if (ok < 0)
             goto finish;
         if (!ok)

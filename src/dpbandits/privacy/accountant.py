@@ -124,10 +124,18 @@ class _Interpolation(NamedTuple):
     mixed_denominator: np.ndarray
 
 
+def _valid_orders(orders: np.ndarray) -> np.ndarray:
+    """The RDP orders, or one ConfigError naming them: they must be finite and ≥ 0."""
+    if not (np.isfinite(orders).all() and (orders >= 0).all()):
+        raise ConfigError(f"orders {orders.tolist()!r} are not allowed; must be finite and "
+                          ">= 0")
+    return orders
+
+
 @functools.lru_cache(maxsize=64)
 def _interpolation_of(orders_key: bytes) -> _Interpolation:
     """The `_Interpolation` of the float64 orders whose bytes are `orders_key` (read-only)."""
-    orders = np.frombuffer(orders_key, dtype=float)
+    orders = _valid_orders(np.frombuffer(orders_key, dtype=float))
     whole = np.flatnonzero(orders == np.floor(orders))
     mixed = np.flatnonzero(orders != np.floor(orders))
     floor = np.floor(orders[mixed])
@@ -157,7 +165,7 @@ def _integer_support(orders: np.ndarray) -> np.ndarray:
 @functools.lru_cache(maxsize=64)
 def _integer_support_of(orders_key: bytes) -> np.ndarray:
     """The integers ≥ 2 next to the float64 orders whose bytes are `orders_key` (read-only)."""
-    orders = np.frombuffer(orders_key, dtype=float)
+    orders = _valid_orders(np.frombuffer(orders_key, dtype=float))
     ints = {int(math.floor(a)) for a in orders} | {int(math.ceil(a)) for a in orders}
     support = np.array(sorted(a for a in ints if a >= 2), dtype=np.int64)
     support.flags.writeable = False

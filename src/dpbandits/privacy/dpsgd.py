@@ -124,10 +124,12 @@ def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
     one minibatch per start in `starts`; the average of the epoch-end iterates after burn-in.
 
     Each epoch shuffles, then draws its steps' noise in one call (the values one call per step
-    draws); `_sgd.sgd_steps` makes the steps where it computes them as numpy does."""
+    draws); `_sgd.sgd_steps` makes the steps where it computes them as numpy does (float64 θ,
+    forward starts), numpy the rest."""
     d = X.shape[1]
     order = np.arange(X.shape[0])
-    compiled = compiled_steps(X, y, link)
+    compiled = compiled_steps(X, y, link) and starts.start >= 0 and starts.step >= 1 \
+        and batch >= 1
     mean = None if link.name == "linear" else link.mean
     total = np.zeros(d)
     kept = 0
@@ -136,8 +138,8 @@ def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
         rng.shuffle(order)
         noise = rng.normal(0.0, noise_std, size=(len(starts), d))
         done = 0
-        if compiled:
-            theta, done = _sgd.sgd_steps(X, y, order, np.ascontiguousarray(theta, dtype=float),
+        if compiled and theta.dtype == np.float64:
+            theta, done = _sgd.sgd_steps(X, y, order, np.ascontiguousarray(theta),
                                          starts.start, starts.step, len(starts), batch, noise,
                                          k, clip, 2.0 * lam, lr0, mean)
         for s in range(done, len(starts)):
