@@ -369,12 +369,11 @@ static PyObject *draw(PyObject *self, PyObject *args)
     }
     /* p = np.clip(weights, 0.0, None) / its sum: numpy's maximum loop, its add loop as the
      * reduction calls it (from 0.0), then one division each */
-    double *p = work, zero = 0.0, total = 0.0;
+    double *p = work, zero = 0.0;
     char *max_args[3] = {PyArray_DATA(weights), (char *)&zero, (char *)p};
-    npy_intp max_steps[3] = {D, 0, D}, add_steps[3] = {0, D, 0};
+    npy_intp max_steps[3] = {D, 0, D};
     maximum_loop.function(max_args, &n, max_steps, maximum_loop.data);
-    char *add_args[3] = {(char *)&total, (char *)p, (char *)&total};
-    add_loop.function(add_args, &n, add_steps, add_loop.data);
+    double total = add_reduce(&add_loop, p, n);
     Py_DECREF(found);
     for (npy_intp i = 0; i < n; i++)
         p[i] = p[i] / total;

@@ -59,16 +59,6 @@ static double dot(const double *x, const double *y, npy_intp n)
     return out;
 }
 
-/* `v.sum()` of a contiguous vector: numpy's add loop as its reduction calls it, from 0.0. */
-static double sum(const double *v, npy_intp n)
-{
-    double total = 0.0;
-    char *args[3] = {(char *)&total, (char *)v, (char *)&total};
-    npy_intp steps[3] = {0, D, 0};
-    add_loop.function(args, &n, steps, add_loop.data);
-    return total;
-}
-
 /* (μ, μ̇, b) at the n values z, as `glm._link_values_into`. */
 static void link_values(int link, npy_intp n, const double *z, double *mu, double *mudot,
                         double *pot)
@@ -97,7 +87,7 @@ static void link_values(int link, npy_intp n, const double *z, double *mu, doubl
 static double loss(const double *pot, const double *r, const double *z, npy_intp n,
                    double lam, const double *theta, npy_intp d)
 {
-    return (sum(pot, n) - dot(r, z, n)) + lam * dot(theta, theta, d);
+    return (add_reduce(&add_loop, pot, n) - dot(r, z, n)) + lam * dot(theta, theta, d);
 }
 
 /* numpy's max of |v|: the largest, or NaN if one is NaN. */

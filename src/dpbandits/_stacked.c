@@ -331,10 +331,7 @@ static void inverse_norms(const double *x, npy_intp m, npy_intp d, const double 
             double square = row[b] * row[b];
             row[b] = square / vals[b];
         }
-        double total = 0.0;
-        char *add_args[3] = {(char *)&total, (char *)row, (char *)&total};
-        npy_intp add_steps[3] = {0, D, 0};
-        add_loop.function(add_args, &d, add_steps, add_loop.data);
+        double total = add_reduce(&add_loop, row, d);
         norm[r] = root ? sqrt(total) : total;
     }
 }
@@ -432,7 +429,6 @@ static PyObject *survivors(PyObject *self, PyObject *args)
     return out;
 }
 
-static BoundUfunc expit; /* the logistic link's expit, as passed */
 
 /*
  * shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, expit,
@@ -449,7 +445,7 @@ static PyObject *shuffle_points(PyObject *self, PyObject *args)
         return NULL;
     Loop expit_loop = {NULL, NULL};
     if (link_kind(link) < 0
-            || (link == LOGISTIC && bind_ufunc(&expit, expit_obj, "expit", &expit_loop) < 0))
+            || (link == LOGISTIC && ufunc_loop(expit_obj, "expit", 1, 1, &expit_loop) < 0))
         return NULL;
     const double *arms;
     npy_intp K, d, *alive;

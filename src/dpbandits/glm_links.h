@@ -9,24 +9,9 @@
 
 enum { LOGISTIC, PROBIT, LINEAR }; /* the links of `links.LINKS`, by the kind passed */
 
-/* The float64 loop of a ufunc passed on each call, looked up again only when the object
- * changes. A call keeps the copy `bind_ufunc` gives it: numpy's einsum releases the GIL, and
- * another thread may bind another ufunc meanwhile. */
-typedef struct {
-    PyObject *seen;
-    Loop loop;
-} BoundUfunc;
-
-static int bind_ufunc(BoundUfunc *bound, PyObject *ufunc, const char *name, Loop *copy)
-{
-    if (ufunc != bound->seen) {
-        if (ufunc_loop(ufunc, name, 1, 1, &bound->loop) < 0)
-            return -1;
-        Py_XSETREF(bound->seen, Py_NewRef(ufunc));
-    }
-    *copy = bound->loop;
-    return 0;
-}
+/* A ufunc passed on a call (the link's expit or mean) is looked up by that call
+ * (`ufunc_loop`) and its loop kept for the call: numpy's einsum releases the GIL, so a loop
+ * shared between calls could be another thread's by the time it is used. */
 
 /* The link kind, checked: -1 with a ValueError naming the allowed ones. */
 static int link_kind(int link)

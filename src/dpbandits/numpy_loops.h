@@ -127,6 +127,26 @@ static inline int all_finite(const double *v, npy_intp n)
     return 1;
 }
 
+/* Any NaN among the n values. */
+static inline int any_nan(const double *v, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++)
+        if (isnan(v[i]))
+            return 1;
+    return 0;
+}
+
+/* `v.sum()` of n contiguous float64 values: numpy's add loop `add` as its reduction calls it,
+ * from 0.0. */
+static inline double add_reduce(const Loop *add, const double *v, npy_intp n)
+{
+    double total = 0.0;
+    char *args[3] = {(char *)&total, (char *)v, (char *)&total};
+    npy_intp steps[3] = {0, sizeof(double), 0};
+    add->function(args, &n, steps, add->data);
+    return total;
+}
+
 #ifdef Py_ARRAYOBJECT_H
 /* `np.einsum("ij,ij->i", a, b)`: a new (n,) array, NULL with an error (include after
  * numpy/arrayobject.h). */

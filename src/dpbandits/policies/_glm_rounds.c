@@ -41,7 +41,6 @@
 #define D ((npy_intp)sizeof(double))
 
 static Loop matmul_loop, exp_loop, slogdet_loop, eigh_loop, logaddexp_loop;
-static BoundUfunc expit;
 
 /* ln det a of a C-ordered d×d matrix as `glm.logdet` gives it: the slogdet loop's ln |det|,
  * −∞ where its sign is not > 0. */
@@ -248,7 +247,7 @@ static PyObject *rs_glinucb(PyObject *self, PyObject *args)
     int prev_given = s.prev_known;
     Tables tb;
     if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(s.link) < 0
-            || (s.link == LOGISTIC && bind_ufunc(&expit, expit_o, "expit", &s.expit) < 0))
+            || (s.link == LOGISTIC && ufunc_loop(expit_o, "expit", 1, 1, &s.expit) < 0))
         return NULL;
     s.K = tb.K;
     s.d = tb.d;
@@ -507,7 +506,7 @@ static PyObject *ecolog(PyObject *self, PyObject *args)
         return NULL;
     Tables tb;
     if (tables_from(tables_o, t, stop, &tb) < 0
-            || bind_ufunc(&expit, expit_o, "expit", &e.expit) < 0)
+            || ufunc_loop(expit_o, "expit", 1, 1, &e.expit) < 0)
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     e.d = d;
@@ -566,8 +565,6 @@ static PyObject *ecolog(PyObject *self, PyObject *args)
 
 /* ---- GLOC --------------------------------------------------------------------------- */
 
-static BoundUfunc mean_ufunc; /* the link's mean μ, as passed (expit, ndtr) */
-
 /* μ(z) of the m values z into out, as `Link.mean`: its ufunc's loop `mean`, or z (linear). */
 static void link_mean(int link, const Loop *mean, double *z, double *out, npy_intp m)
 {
@@ -593,7 +590,7 @@ static PyObject *gloc(PyObject *self, PyObject *args)
     Tables tb;
     Loop mean = {NULL, NULL};
     if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(link) < 0
-            || (link != LINEAR && bind_ufunc(&mean_ufunc, mean_o, "mean", &mean) < 0))
+            || (link != LINEAR && ufunc_loop(mean_o, "mean", 1, 1, &mean) < 0))
         return NULL;
     npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d};
     double *V, *V_inv, *theta, *z;

@@ -263,11 +263,7 @@ static double log_det(const double *factor, npy_intp d, double *logs)
     char *log_args[2] = {(char *)factor, (char *)logs};
     npy_intp log_steps[2] = {(d + 1) * (npy_intp)sizeof(double), sizeof(double)};
     log_loop.function(log_args, &d, log_steps, log_loop.data);
-    double total = 0.0;
-    char *add_args[3] = {(char *)&total, (char *)logs, (char *)&total};
-    npy_intp add_steps[3] = {0, sizeof(double), 0};
-    add_loop.function(add_args, &d, add_steps, add_loop.data);
-    return 2.0 * total;
+    return 2.0 * add_reduce(&add_loop, logs, d);
 }
 
 /* numpy's argmax of float64: the first largest value, or the first NaN. */

@@ -54,15 +54,6 @@ static int checked(PyObject *object, const char *name, int type, int ndim, npy_i
     return -1;
 }
 
-/* Any NaN among the m values. */
-static int any_nan(const double *v, npy_intp m)
-{
-    for (npy_intp k = 0; k < m; k++)
-        if (isnan(v[k]))
-            return 1;
-    return 0;
-}
-
 /*
  * sgd_steps(x, y, order, theta, first, stride, count, batch, noise, k, clip, two_lam, lr0,
  *           mean) → (theta, done)

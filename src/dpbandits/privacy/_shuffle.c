@@ -190,9 +190,8 @@ static int clipped_gradients(const double *x, const double *y, npy_intp n, npy_i
     }
     if (clip_in_place(grads, bound) < 0)
         return -1;
-    for (npy_intp k = 0; k < n * d; k++)
-        if (isnan(gr[k]))
-            return 0;
+    if (any_nan(gr, n * d))
+        return 0;
     PyArrayObject *norms = row_norms(grads);
     if (norms == NULL)
         return -1;

@@ -138,8 +138,8 @@ static int take(PyObject *object, Py_buffer *view, const char *name, const char 
     int flags = PyBUF_STRIDES | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
     if (PyObject_GetBuffer(object, view, flags) < 0)
         return -1;
-    if (PyBuffer_IsContiguous(view, 'C') && view->ndim == ndim && view->format != NULL && strcmp(view->format, format) == 0
-            && view->itemsize == (strcmp(format, "?") == 0 ? 1 : 8)
+    if (PyBuffer_IsContiguous(view, 'C') && view->ndim == ndim && view->format != NULL
+            && strcmp(view->format, format) == 0 && view->itemsize == (strcmp(format, "?") == 0 ? 1 : 8)
             && (rows < 0 || view->shape[0] == rows)
             && (ndim == 1 || cols < 0 || view->shape[1] == cols))
         return 0;
@@ -199,14 +199,14 @@ static PyObject *log_a_ints(PyObject *self, PyObject *args)
     const int64_t *lo = views[2].buf, *hi = views[3].buf;
     Py_ssize_t n_deltas = views[4].shape[0];
     double *out = views[7].buf;
-    work = malloc(sizeof(double) * (size_t)(2 * terms + 3 * orders * terms + 5 * orders));
+    work = malloc(sizeof(double) * (size_t)(2 * terms + 2 * orders * terms + 5 * orders));
     if (work == NULL) {
         PyErr_NoMemory();
         goto finish;
     }
     /* separate input and output buffers, as numpy's own calls had */
-    double *bound = work, *padded = bound + terms, *table = padded + terms;
-    double *shifted = table + orders * terms, *powers = shifted + orders * terms;
+    double *bound = work, *padded = bound + terms;
+    double *shifted = padded + terms, *powers = shifted + orders * terms;
     double *top = powers + orders * terms, *neg_top = top + orders, *e_top = neg_top + orders;
     double *sums = e_top + orders, *logs = sums + orders;
     for (Py_ssize_t t = 0; t < terms; t++) /* _LOG2 + (i - 1.0) * i / (2.0 * sigma**2) */
@@ -224,7 +224,7 @@ static PyObject *log_a_ints(PyObject *self, PyObject *args)
         padded[t] = minimum(log4 + 0.5 * (deltas[lo[t]] + deltas[hi[t]]), bound[t]);
     }
     for (Py_ssize_t o = 0; o < orders; o++) {
-        double *row = table + o * terms;
+        double *row = shifted + o * terms; /* the terms, then less their largest */
         const double *comb = log_comb + o * terms;
         double largest = -INFINITY;
         for (Py_ssize_t t = 0; t < terms; t++) {
@@ -236,19 +236,13 @@ static PyObject *log_a_ints(PyObject *self, PyObject *args)
         }
         top[o] = maximum(largest, 0.0); /* np.maximum(terms.max(axis=1), 0.0) */
         for (Py_ssize_t t = 0; t < terms; t++)
-            shifted[o * terms + t] = row[t] - top[o];
+            row[t] = row[t] - top[o];
         neg_top[o] = -top[o];
     }
     apply(&exp_loop, shifted, powers, orders * terms);
     apply(&exp_loop, neg_top, e_top, orders);
-    for (Py_ssize_t o = 0; o < orders; o++) {
-        npy_intp n = terms;
-        double total = 0.0;
-        char *sum_args[3] = {(char *)&total, (char *)(powers + o * terms), (char *)&total};
-        npy_intp steps[3] = {0, sizeof(double), 0};
-        add_loop.function(sum_args, &n, steps, add_loop.data);
-        sums[o] = e_top[o] + total;
-    }
+    for (Py_ssize_t o = 0; o < orders; o++)
+        sums[o] = e_top[o] + add_reduce(&add_loop, powers + o * terms, terms);
     apply(&log_loop, sums, logs, orders);
     for (Py_ssize_t o = 0; o < orders; o++)
         out[o] = top[o] + logs[o];
