@@ -124,6 +124,12 @@ def compiled_mean(link: Link) -> bool:
                                      and isinstance(link.mean, np.ufunc))
 
 
+def compiled_mean_ufunc(link: Link) -> np.ufunc | None:
+    """What the compiled kernels take for a `compiled_mean` link's μ: its ufunc, or None for
+    the identity (linear)."""
+    return None if link.name == "linear" else link.mean
+
+
 def get_link(name: str) -> Link:
     """Look a family up by name, with one clear error for an unknown one."""
     from dpbandits.errors import ConfigError

@@ -9,7 +9,7 @@ import numpy as np
 
 from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
-from dpbandits.links import LINK_KINDS, compiled_mean, get_link
+from dpbandits.links import LINK_KINDS, compiled_mean, compiled_mean_ufunc, get_link
 from dpbandits.params import Declaration, boolean, number
 from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import confidence_delta
@@ -113,11 +113,10 @@ class GLOC(Policy):
         if horizon == 0:
             return
         a, tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta, False)
-        mean = None if self.link.name == "linear" else self.link.mean
         _, self.B = _glm_rounds.gloc(
             tables, 0, horizon, self.V, self.V_inv, self.theta, self.z,
-            LINK_KINDS[self.link.name], mean, self.c_mu, self.conf_delta, a, tail, self.S,
-            self.B)
+            LINK_KINDS[self.link.name], compiled_mean_ufunc(self.link), self.c_mu,
+            self.conf_delta, a, tail, self.S, self.B)
         self._theta_hat = None
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:

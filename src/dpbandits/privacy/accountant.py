@@ -110,10 +110,15 @@ def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
     return out
 
 
-class _Interpolation(NamedTuple):
-    """Where `_rdp_from_log_a` reads each order's log A: integer orders at their own index,
-    the others between floor and ceiling with weight t = α − ⌊α⌋."""
+class _OrderPlan(NamedTuple):
+    """What the RDP of some orders needs of them alone: the integers next to them whose log A
+    is computed (exactly up to 256, by Stirling beyond), and where each order reads log A
+    (integer orders at their own index, the others between floor and ceiling with weight
+    t = α − ⌊α⌋)."""
 
+    exact: np.ndarray  # the integers ≥ 2 next to the orders, up to EXACT_MAX_ORDER
+    stirling: np.ndarray  # those beyond
+    size: int  # the log A table's length: the largest integer + 1
     whole: np.ndarray  # positions of the integer orders
     whole_at: np.ndarray  # their indices in the table
     whole_denominator: np.ndarray  # α − 1.0
@@ -124,33 +129,38 @@ class _Interpolation(NamedTuple):
     mixed_denominator: np.ndarray
 
 
-def _valid_orders(orders: np.ndarray) -> np.ndarray:
-    """The RDP orders, or one ConfigError naming them: they must be finite and ≥ 0."""
-    if not (np.isfinite(orders).all() and (orders >= 0).all()):
-        raise ConfigError(f"orders {orders.tolist()!r} are not allowed; must be finite and "
-                          ">= 0")
-    return orders
+def _order_plan(orders: np.ndarray) -> _OrderPlan:
+    return _order_plan_of(np.ascontiguousarray(orders, dtype=float).tobytes())
 
 
 @functools.lru_cache(maxsize=64)
-def _interpolation_of(orders_key: bytes) -> _Interpolation:
-    """The `_Interpolation` of the float64 orders whose bytes are `orders_key` (read-only)."""
-    orders = _valid_orders(np.frombuffer(orders_key, dtype=float))
+def _order_plan_of(orders_key: bytes) -> _OrderPlan:
+    """The `_OrderPlan` of the float64 orders whose bytes are `orders_key` (read-only); one
+    ConfigError naming orders that are not finite and ≥ 0."""
+    orders = np.frombuffer(orders_key, dtype=float)
+    if not (np.isfinite(orders).all() and (orders >= 0).all()):
+        raise ConfigError(f"orders {orders.tolist()!r} are not allowed; must be finite and "
+                          ">= 0")
+    ints = {int(math.floor(a)) for a in orders} | {int(math.ceil(a)) for a in orders}
+    support = np.array(sorted(a for a in ints if a >= 2), dtype=np.int64)
     whole = np.flatnonzero(orders == np.floor(orders))
     mixed = np.flatnonzero(orders != np.floor(orders))
     floor = np.floor(orders[mixed])
-    found = _Interpolation(whole, orders[whole].astype(np.int64), orders[whole] - 1.0, mixed,
-                           floor.astype(np.int64), np.ceil(orders[mixed]).astype(np.int64),
-                           orders[mixed] - floor, orders[mixed] - 1.0)
-    for array in found:
-        array.flags.writeable = False
-    return found
+    plan = _OrderPlan(support[support <= EXACT_MAX_ORDER], support[support > EXACT_MAX_ORDER],
+                      int(support.max(initial=1)) + 1, whole, orders[whole].astype(np.int64),
+                      orders[whole] - 1.0, mixed, floor.astype(np.int64),
+                      np.ceil(orders[mixed]).astype(np.int64), orders[mixed] - floor,
+                      orders[mixed] - 1.0)
+    for array in plan:
+        if isinstance(array, np.ndarray):
+            array.flags.writeable = False
+    return plan
 
 
 def _rdp_from_log_a(orders: np.ndarray, log_a: np.ndarray) -> np.ndarray:
     """RDP(α) = log A_α/(α − 1), interpolating the CGF between integers (WBK Cor. 10); log_a
     indexed by the integer order."""
-    at = _interpolation_of(np.ascontiguousarray(orders, dtype=float).tobytes())
+    at = _order_plan(orders)
     out = np.empty(orders.shape)
     out[at.whole] = log_a[at.whole_at] / at.whole_denominator
     out[at.mixed] = ((1 - at.t) * log_a[at.floor] + at.t * log_a[at.ceiling]) \
@@ -158,32 +168,18 @@ def _rdp_from_log_a(orders: np.ndarray, log_a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _integer_support(orders: np.ndarray) -> np.ndarray:
-    return _integer_support_of(np.ascontiguousarray(orders, dtype=float).tobytes())
-
-
-@functools.lru_cache(maxsize=64)
-def _integer_support_of(orders_key: bytes) -> np.ndarray:
-    """The integers ≥ 2 next to the float64 orders whose bytes are `orders_key` (read-only)."""
-    orders = _valid_orders(np.frombuffer(orders_key, dtype=float))
-    ints = {int(math.floor(a)) for a in orders} | {int(math.ceil(a)) for a in orders}
-    support = np.array(sorted(a for a in ints if a >= 2), dtype=np.int64)
-    support.flags.writeable = False
-    return support
-
-
 def _log_a_table(q: float, sigma: float, orders: np.ndarray,
                  deltas: np.ndarray | None = None) -> np.ndarray:
     """log A_k at every integer k next to the orders (log A_0 = log A_1 = 0), indexed by k;
     NaN at the integers not needed."""
-    big = _integer_support(orders)
-    log_a = np.full(int(big.max(initial=1)) + 1, np.nan)
+    plan = _order_plan(orders)
+    log_a = np.full(plan.size, np.nan)
     log_a[:2] = 0.0
-    if big.size:
-        need = max(2, int(big[big <= EXACT_MAX_ORDER].max(initial=2)))
+    if plan.exact.size or plan.stirling.size:
+        need = max(2, int(plan.exact.max(initial=2)))
         if deltas is None or deltas.size < need + 2:
             deltas = _log_forward_diffs(sigma, need)
-        for group in (big[big <= EXACT_MAX_ORDER], big[big > EXACT_MAX_ORDER]):
+        for group in (plan.exact, plan.stirling):
             if group.size:
                 log_a[group] = _log_a_ints(q, sigma, group, deltas)
     return log_a

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits.links import Link, compiled_mean
+from dpbandits.links import Link, compiled_mean, compiled_mean_ufunc
 from dpbandits.privacy import _sgd
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
 from dpbandits.privacy.exact_noise import Noise
@@ -128,9 +128,8 @@ def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
     forward starts), numpy the rest."""
     d = X.shape[1]
     order = np.arange(X.shape[0])
-    compiled = compiled_steps(X, y, link) and starts.start >= 0 and starts.step >= 1 \
-        and batch >= 1
-    mean = None if link.name == "linear" else link.mean
+    compiled = compiled_steps(X, y, link, starts, batch)
+    mean = compiled_mean_ufunc(link)
     total = np.zeros(d)
     kept = 0
     k = 0
@@ -154,13 +153,15 @@ def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
     return total / kept if kept else theta
 
 
-def compiled_steps(X: np.ndarray, y: np.ndarray, link: Link) -> bool:
-    """Whether `_sgd.sgd_steps` takes these rows and link: C-ordered aligned native float64
-    X (n, d ≥ 2; numpy sums one column pairwise) and y (n,), a link whose mean is a ufunc or
-    the identity (others take numpy's calls)."""
+def compiled_steps(X: np.ndarray, y: np.ndarray, link: Link, starts: range,
+                   batch: int) -> bool:
+    """Whether `_sgd.sgd_steps` takes these rows, link and minibatches: C-ordered aligned
+    native float64 X (n, d ≥ 2; numpy sums one column pairwise) and y (n,), a link whose mean
+    is a ufunc or the identity, forward starts from 0 or later and batches of one row or more
+    (others take numpy's calls)."""
     return (compiled_mean(link) and compiled_rows(X) and X.shape[1] >= 2 and y.ndim == 1
             and y.shape[0] == X.shape[0] and y.dtype == np.float64 and y.flags.c_contiguous
-            and y.flags.aligned)
+            and y.flags.aligned and starts.start >= 0 and starts.step >= 1 and batch >= 1)
 
 
 def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits.errors import ConfigError
-from dpbandits.links import Link, compiled_mean
+from dpbandits.links import Link, compiled_mean, compiled_mean_ufunc
 from dpbandits.privacy import _shuffle
 from dpbandits.privacy.dpsgd import project_ball
 from dpbandits.privacy.split import split
@@ -110,12 +110,11 @@ def compiled_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, total: np.nd
             and isinstance(y, np.ndarray) and y.dtype == np.float64 and y.flags.c_contiguous
             and y.flags.aligned and compiled_levels(params) and params.bound > 0):
         return theta, 0
-    mean = None if link.name == "linear" else link.mean
     blanket = functools.partial(blanket_deviation, params.n * params.b, params.p, params.dim,
                                 rng)
     return _shuffle.gd_steps(X, y, np.ascontiguousarray(theta, dtype=float), total, iters,
-                             lam_over_n, step, S, params.bound, int(params.g), mean, rng,
-                             blanket)
+                             lam_over_n, step, S, params.bound, int(params.g),
+                             compiled_mean_ufunc(link), rng, blanket)
 
 
 def clipped_gradients_rows(grads: np.ndarray, bound: float) -> np.ndarray:
