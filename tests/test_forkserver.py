@@ -22,7 +22,7 @@ CLIENT = ("import sys\nfrom dpbandits.forkserver import delegate\n"  # argv: scr
           "sys.exit(99 if status is None else status)")
 
 TOY = '''
-import os, sys, time
+import gc, os, sys, time
 
 def preload():
     time.sleep(float(os.environ.get("TOY_PRELOAD_SECONDS", "0")))
@@ -35,6 +35,9 @@ def main(argv):
         print("out", os.getcwd(), os.environ.get("TOY_VALUE"), flush=True)
         sys.stderr.write("err\\n")
         return int(argv[1])
+    if argv[0] == "frozen":
+        print(gc.get_freeze_count() > 0, flush=True)
+        return 0
     if argv[0] == "raise":
         raise RuntimeError("toy failure")
     if argv[0] == "exit":
@@ -135,6 +138,15 @@ def test_without_a_server_that_serves_the_script_the_job_runs_itself(toy_server,
     assert forkserver.delegate(str(other), ["echo", "0"]) is None
     proc = client(toy_server, "echo", "0", cwd=tmp_path)  # the negative control: served
     assert proc.wait(timeout=60) == 0
+
+
+def test_a_served_job_starts_with_the_servers_loaded_heap_frozen(toy_server, tmp_path):
+    proc = client(toy_server, "frozen", cwd=tmp_path)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == "True\n"
+    alone = subprocess.run([sys.executable, "-c", "import toy; toy.main(['frozen'])"],
+                           cwd=toy_server.script.parent, capture_output=True, text=True)
+    assert alone.stdout == "False\n"  # the negative control: a job that runs itself
 
 
 def test_a_job_whose_process_goes_away_is_killed(toy_server, tmp_path):

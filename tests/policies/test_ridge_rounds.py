@@ -33,6 +33,7 @@ from dpbandits.policies import (
 )
 from dpbandits.policies.linear_ts import LinTS
 from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, finish_round
+from dpbandits.privacy import tree as tree_module
 from dpbandits.privacy.ledger import PrivacyLedger
 from dpbandits.scipy_kernels import blas, lapack
 
@@ -466,20 +467,26 @@ def _tiny_grid(policy: Any) -> None:
 @pytest.mark.parametrize("change,where", [(None, "compiled"), (_no_shift, "floored"),
                                           (_tiny_grid, "snapped")])
 @pytest.mark.parametrize("block", [5, 1024])
+@pytest.mark.parametrize("eager", [True, False])
 def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
-        change: Any, where: str, block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        change: Any, where: str, block: int, eager: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of node noises drawn ahead (5 rounds, or all 400 in one), with rounds that only
     the policy can play: a V_t to floor (`choose`), a leaf for the tree's snap (`observe`).
-    A block is planned once, however many rounds the policy plays in it."""
+    A block is planned once, however many rounds the policy plays in it. The tree's noises
+    are drawn up front (eager), or as the nodes come in (lazy, as at T = 10,000)."""
     monkeypatch.setattr(jdp_linucb, "NOISE_BLOCK", block)
+    if not eager:
+        monkeypatch.setattr(tree_module, "EAGER_MAX_ENTRIES", 0)
     plans = []
     plan = jdp_linucb.JDPLinUCB.noise_plan
     monkeypatch.setattr(jdp_linucb.JDPLinUCB, "noise_plan",
-                        lambda self, start, stop: (plans.append(start), plan(self, start,
-                                                                             stop))[1])
+                        lambda self, start, stop: plans.append(plan(self, start, stop))
+                        or plans[-1])
     spec = {**POOLS[0], "horizon": 400}
     fast, observed = jdp_play(spec, True, change)
     assert len(plans) == -(-400 // block)
+    assert all(p.steps is None for p in plans)  # the cover stays in the order nodes joined
     slow, _ = jdp_play(spec, False, change)
     assert_same_bits(fast, slow)
     floors = dict(slow["diagnostics"])[repr("floor_events")]

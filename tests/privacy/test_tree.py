@@ -188,6 +188,33 @@ def test_noises_drawn_ahead_are_those_drawn_node_by_node() -> None:
 
 @pytest.mark.parametrize("eager, exact", [(True, False), (False, False), (True, True),
                                           (False, True)])
+@pytest.mark.parametrize("drawn", [[], [40]])
+def test_stacked_node_noises_are_those_drawn_node_by_node(eager: bool, exact: bool,
+                                                          drawn: list[int]) -> None:
+    """`node_noises` stacks what `node_noise` gives node by node, in the nodes' order: a lazy
+    exact tree that has drawn none of them draws them in one call, the others as they come."""
+    d, sigma, nodes = 3, 1.3, [7, 40, 1023, 2]
+
+    def tree() -> MatrixTree:
+        noise = ExactNoise(np.random.default_rng(9)) if exact else None
+        return MatrixTree(1 << 10, d, sigma, np.random.default_rng(5), eager=eager, noise=noise)
+
+    stacked, one_by_one = tree(), tree()
+    for node in drawn:
+        stacked.node_noise(node)
+        one_by_one.node_noise(node)
+    noises = stacked.node_noises(nodes)
+    assert noises.shape == (len(nodes), d, d)
+    expected = np.stack([one_by_one.node_noise(node) for node in nodes])
+    assert noises.tobytes() == expected.tobytes()
+    for node, noise in zip(nodes, noises, strict=True):  # kept: later calls give the same
+        assert stacked.node_noise(node).tobytes() == noise.tobytes()
+    if not eager:  # the control: another order draws other noises
+        assert tree().node_noises(nodes[::-1])[-1].tobytes() != expected[0].tobytes()
+
+
+@pytest.mark.parametrize("eager, exact", [(True, False), (False, False), (True, True),
+                                          (False, True)])
 def test_prefix_noise_variance_matches_calibration(eager: bool, exact: bool) -> None:
     """Var of (query − truth − λI): popcount(s)σ² diagonal, popcount(s)σ²/2 off-diagonal,
     with numpy's Gaussian or exact discrete Gaussian noise (σ on its 2^-20 grid)."""

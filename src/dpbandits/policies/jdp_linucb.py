@@ -36,12 +36,13 @@ NOISE_BLOCK = 256  # rounds of compiled play whose node noises are drawn ahead a
 class NoisePlan(NamedTuple):
     """What `advance_noise` does after each of a block of rounds: the node noises it adds or
     removes (`noises`), round i's operations ops[offsets[i]:offsets[i + 1]], each 2k + 1 (add
-    noises[k]) or 2k (subtract it), and per round the nodes removed and added."""
+    noises[k]) or 2k (subtract it), and per round the nodes removed and added (None for a
+    cover kept in the order its nodes joined, which `follow` rebuilds)."""
 
     noises: np.ndarray
     ops: np.ndarray
     offsets: np.ndarray
-    steps: list[tuple[list[int], list[int]]]
+    steps: list[tuple[list[int], list[int]]] | None
 
     def rest(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(noises, ops, offsets) of the plan's rounds from its i-th on."""
@@ -53,6 +54,39 @@ def _joining_node(count: int, first_leaf: int) -> int:
     """The node that joins the dyadic cover of leaves [1, count − 1] to make that of [1, count]:
     the one whose leaves end at leaf count, 2^j of them for j trailing zero bits of count."""
     return (first_leaf + count - 1) >> ((count & -count).bit_length() - 1)
+
+
+def _joined_order(count: int, height: int) -> list[int]:
+    """The dyadic cover of leaves [1, count] in the order its nodes joined it, one a round:
+    largest first (`cover_nodes` lists it smallest first)."""
+    return cover_nodes(count, height)[::-1]
+
+
+def _dyadic_ops(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ops, offsets, left) of rounds start … stop − 1 on a dyadic cover kept in joined order
+    (`_cover_change` one round at a time): at count c the j = ctz(c) nodes that joined at counts
+    c − 2^(j−1), …, c − 2, c − 1 leave, largest first, and c's joining node comes in. Round i's
+    new node is slot i; a node that joined at count e ≤ start, before the block, is slot
+    (stop − start) + k for the k-th such node to leave, and `left` lists those e in that order."""
+    rounds = stop - start
+    counts = np.arange(start + 1, stop + 1, dtype=np.int64)
+    leaving = np.frexp((counts & -counts).astype(float))[1] - 1  # ctz(c), exact: powers of 2
+    offsets = np.zeros(rounds + 1, dtype=np.int64)
+    np.cumsum(leaving + 1, out=offsets[1:])
+    of_round = np.repeat(np.arange(rounds), leaving)
+    first_gone = np.zeros(rounds, dtype=np.int64)
+    np.cumsum(leaving[:-1], out=first_gone[1:])
+    k = leaving[of_round] - 1 - (np.arange(len(of_round)) - first_gone[of_round])
+    joined_at = counts[of_round] - (np.int64(1) << k)
+    slots = joined_at - (start + 1)
+    before = joined_at <= start
+    slots[before] = rounds + np.arange(np.count_nonzero(before))
+    ops = np.empty(offsets[-1], dtype=np.int64)
+    adds = np.zeros(offsets[-1], dtype=bool)
+    adds[offsets[1:] - 1] = True
+    ops[adds] = 2 * np.arange(rounds) + 1
+    ops[~adds] = 2 * slots
+    return ops, offsets, joined_at[before]
 
 
 def _cover_change(held: list[int], count: int, first_leaf: int
@@ -193,6 +227,15 @@ class JDPLinUCB(LinearPolicy):
         the order it draws them (nothing else draws from the tree's generator)."""
         first_leaf = 1 << (self.tree.height - 1)
         held = list(self.node_noise)  # the cover in the order `advance_noise` keeps it
+        if held == _joined_order(start, self.tree.height) and stop > start:
+            ops, offsets, left = _dyadic_ops(start, stop)
+            noises = self.tree.node_noises([_joining_node(count, first_leaf)
+                                            for count in range(start + 1, stop + 1)])
+            if len(left):
+                noises = np.concatenate([noises, [self.node_noise[_joining_node(int(count),
+                                                                                 first_leaf)]
+                                                  for count in left]])
+            return NoisePlan(noises, ops, offsets, None)
         dyadic = set(held) == set(cover_nodes(start, self.tree.height))
         if dyadic:  # one node joins the cover each round
             self.tree.draw_ahead([_joining_node(count, first_leaf)
@@ -227,15 +270,22 @@ class JDPLinUCB(LinearPolicy):
         return NoisePlan(stacked, np.array(ops, dtype=np.int64),
                          np.array(offsets, dtype=np.int64), steps)
 
-    def follow(self, steps: list[tuple[list[int], list[int]]]) -> None:
-        """The tree's count and the cover's noises after rounds whose leaves and node noises
-        compiled rounds added to the release (`NoisePlan.steps`)."""
-        for gone, new in steps:
-            for node in gone:
-                del self.node_noise[node]
-            for node in new:
-                self.node_noise[node] = self.tree.node_noise(node)
-            self.tree.update(None)
+    def follow(self, plan: NoisePlan, first: int, stop: int) -> None:
+        """The tree's count and the cover's noises after the plan's rounds first … stop − 1,
+        whose leaves and node noises compiled rounds added to the release."""
+        if plan.steps is None:
+            for _ in range(first, stop):
+                self.tree.update(None)
+            if stop > first:
+                self.node_noise = {node: self.tree.node_noise(node) for node in
+                                   _joined_order(self.tree.count, self.tree.height)}
+        else:
+            for gone, new in plan.steps[first:stop]:
+                for node in gone:
+                    del self.node_noise[node]
+                for node in new:
+                    self.node_noise[node] = self.tree.node_noise(node)
+                self.tree.update(None)
         self.current = None
 
     def play_table(self, tables: OutcomeTables) -> None:
@@ -249,7 +299,7 @@ class JDPLinUCB(LinearPolicy):
             drawn = generator.state
             while t < stop:
                 played, why = play_tree(self, tables, t, stop, plan.rest(t - start), theta)
-                self.follow(plan.steps[t - start:played - start])
+                self.follow(plan, t - start, played - start)
                 t = played
                 if why == AT_STOP:
                     break

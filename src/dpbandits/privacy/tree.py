@@ -367,6 +367,20 @@ class MatrixTree:
         if missing:
             self._noise_lazy.update(zip(missing, self._draw_node(len(missing)), strict=True))
 
+    def node_noises(self, nodes: list[int]) -> np.ndarray:
+        """The noises of the distinct `nodes` stacked in their order, the draws `node_noise`
+        makes for them one by one: a lazy exact tree that has drawn none of them draws them
+        in one call and returns that array itself."""
+        if (self._noise_table is None and self.exact and self.sigma_node > 0 and nodes
+                and len(set(nodes)) == len(nodes)
+                and not any(node in self._noise_lazy for node in nodes)):
+            drawn = self._draw_node(len(nodes))
+            self._noise_lazy.update(zip(nodes, drawn, strict=True))
+            return drawn
+        self.draw_ahead(nodes)
+        return np.array([self.node_noise(node) for node in nodes]).reshape(-1, self.dim,
+                                                                           self.dim)
+
     def _draw(self, count: int | None) -> np.ndarray:
         """Symmetric node noise for `count` nodes (or one node when None)."""
         shape = (self.dim, self.dim) if count is None else (count, self.dim, self.dim)
