@@ -4,7 +4,7 @@ A simulation job spends about 0.2 CPU-s importing numpy, h5py and the project be
 trial, an aggregation or figure job about 1 CPU-s importing pandas and matplotlib; a forked copy
 of a process that has made those imports starts in milliseconds. The server then freezes its
 heap (`gc.freeze`): a child's garbage collections pass over the child's own objects only, which
-takes a fifth off an allocation-heavy job (zCDP-Episodic's 10,000 ledger entries a trial). The
+takes a sixth off a job that keeps many objects (zCDP-Episodic's 10,000 ledger entries a trial). The
 workflow's `onstart` hook starts one server per local run (`start`) with the job scripts it
 serves, and names its socket in `DPBANDITS_FORKSERVER`. A job's script then hands the server its
 file's path, its arguments (or its pickled `snakemake` object), working directory, environment
