@@ -468,16 +468,21 @@ def _tiny_grid(policy: Any) -> None:
                                           (_tiny_grid, "snapped")])
 @pytest.mark.parametrize("block", [5, 1024])
 @pytest.mark.parametrize("eager", [True, False])
+@pytest.mark.parametrize("arrays", [True, False])
 def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
-        change: Any, where: str, block: int, eager: bool,
+        change: Any, where: str, block: int, eager: bool, arrays: bool,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks of node noises drawn ahead (5 rounds, or all 400 in one), with rounds that only
     the policy can play: a V_t to floor (`choose`), a leaf for the tree's snap (`observe`).
-    A block is planned once, however many rounds the policy plays in it. The tree's noises
-    are drawn up front (eager), or as the nodes come in (lazy, as at T = 10,000)."""
+    A block is planned once, however many rounds the policy plays in it: with array
+    operations, or round by round (the plan of a cover in another order than its nodes
+    joined, here forced). The tree's noises are drawn up front (eager), or as the nodes come
+    in (lazy, as at T = 10,000)."""
     monkeypatch.setattr(jdp_linucb, "NOISE_BLOCK", block)
     if not eager:
         monkeypatch.setattr(tree_module, "EAGER_MAX_ENTRIES", 0)
+    if not arrays:
+        monkeypatch.setattr(jdp_linucb, "_joined_order", lambda count, height: None)
     plans = []
     plan = jdp_linucb.JDPLinUCB.noise_plan
     monkeypatch.setattr(jdp_linucb.JDPLinUCB, "noise_plan",
@@ -486,7 +491,7 @@ def test_jdp_rounds_give_the_round_loops_bits_where_python_must_play(
     spec = {**POOLS[0], "horizon": 400}
     fast, observed = jdp_play(spec, True, change)
     assert len(plans) == -(-400 // block)
-    assert all(p.steps is None for p in plans)  # the cover stays in the order nodes joined
+    assert all((p.steps is None) == arrays for p in plans)
     slow, _ = jdp_play(spec, False, change)
     assert_same_bits(fast, slow)
     floors = dict(slow["diagnostics"])[repr("floor_events")]

@@ -64,10 +64,11 @@ def _joined_order(count: int, height: int) -> list[int]:
 
 def _dyadic_ops(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(ops, offsets, left) of rounds start … stop − 1 on a dyadic cover kept in joined order
-    (`_cover_change` one round at a time): at count c the j = ctz(c) nodes that joined at counts
-    c − 2^(j−1), …, c − 2, c − 1 leave, largest first, and c's joining node comes in. Round i's
-    new node is slot i; a node that joined at count e ≤ start, before the block, is slot
-    (stop − start) + k for the k-th such node to leave, and `left` lists those e in that order."""
+    (`_joined_order`), as `advance_noise` changes it: at count c the j = ctz(c) nodes that
+    joined at counts c − 2^(j−1), …, c − 2, c − 1 leave, largest first, and c's joining node
+    comes in. Round i's new node is slot i; a node that joined at count e ≤ start, before the
+    block, is slot (stop − start) + k for the k-th such node to leave, and `left` lists those e
+    in that order."""
     rounds = stop - start
     counts = np.arange(start + 1, stop + 1, dtype=np.int64)
     leaving = np.frexp((counts & -counts).astype(float))[1] - 1  # ctz(c), exact: powers of 2
@@ -87,20 +88,6 @@ def _dyadic_ops(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     ops[adds] = 2 * np.arange(rounds) + 1
     ops[~adds] = 2 * slots
     return ops, offsets, joined_at[before]
-
-
-def _cover_change(held: list[int], count: int, first_leaf: int
-                  ) -> tuple[list[int], list[int]] | tuple[None, None]:
-    """(nodes that leave, node that joins) when the cover `held` (left to right) of leaves
-    [1, count − 1] becomes that of [1, count]: the joining node (`_joining_node`) replaces the
-    j last, smallest nodes of `held`, those of 2^(j−1), …, 2, 1 leaves. (None, None) where
-    `held` does not end with them."""
-    joined = (count & -count).bit_length() - 1
-    leaf = first_leaf + count - 1
-    gone = [(leaf + 1 - (2 << j)) >> j for j in range(joined - 1, -1, -1)]
-    if len(held) < joined or held[len(held) - joined:] != gone:
-        return None, None
-    return gone, [_joining_node(count, first_leaf)]
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
@@ -236,10 +223,6 @@ class JDPLinUCB(LinearPolicy):
                                                                                  first_leaf)]
                                                   for count in left]])
             return NoisePlan(noises, ops, offsets, None)
-        dyadic = set(held) == set(cover_nodes(start, self.tree.height))
-        if dyadic:  # one node joins the cover each round
-            self.tree.draw_ahead([_joining_node(count, first_leaf)
-                                  for count in range(start + 1, stop + 1)])
         slots: dict[int, int] = {}
         noises: list[np.ndarray] = []
         ops: list[int] = []
@@ -251,12 +234,10 @@ class JDPLinUCB(LinearPolicy):
                 noises.append(noise)
             return slots[node]
 
-        for count in range(start + 1, stop + 1):
-            gone, new = _cover_change(held, count, first_leaf) if dyadic else (None, None)
-            if gone is None or new is None:  # compare the covers themselves
-                cover = cover_nodes(count, self.tree.height)
-                gone = [n for n in held if n not in cover]
-                new = sorted(n for n in cover if n not in held)
+        for count in range(start + 1, stop + 1):  # a cover in another order: round by round
+            cover = cover_nodes(count, self.tree.height)
+            gone = [n for n in held if n not in cover]
+            new = sorted(n for n in cover if n not in held)
             for node in gone:
                 held.remove(node)
                 ops.append(2 * slot(node, self.node_noise.get(node)))  # type: ignore[arg-type]
