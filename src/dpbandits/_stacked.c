@@ -429,7 +429,6 @@ static PyObject *survivors(PyObject *self, PyObject *args)
     return out;
 }
 
-
 /*
  * shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, expit,
  *                sqrt) → (alive, points, w) or None

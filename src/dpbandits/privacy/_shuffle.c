@@ -134,7 +134,6 @@ static PyObject *level_sums(PyObject *self, PyObject *args)
 
 static Loop matmul_loop;
 
-enum { MEAN_UFUNC, MEAN_IDENTITY }; /* μ by its ufunc (logistic, probit), or μ(z) = z */
 
 /* Σ_u ȳ_u per coordinate (`level_sums`'s arithmetic) of the n×d rows x, each rounding draw the
  * next `random()` of the generator, row by row (`rng.random(v.shape)`). */
@@ -168,8 +167,8 @@ static int vector_norm(PyObject *theta, double *norm)
 
 /* The clipped gradients G of P_GD at θ into the n×d array `grads` (`shuffle_gd`'s
  * (μ(Xθ) − y)[:, None]·X + (λ_max/n)·θ, μ by the loop `mean` or the identity (NULL), then
- * `clipped_gradients_rows`); whether every row
- * passes `_check_vectors` and no entry is NaN (else numpy's calls decide the iteration). */
+ * `clipped_gradients_rows`); whether every row passes `_check_vectors` and no entry is NaN
+ * (else numpy's calls decide the iteration). */
 static int clipped_gradients(const double *x, const double *y, npy_intp n, npy_intp d,
                              const double *theta, double lam_over_n, double bound,
                              const Loop *mean, PyArrayObject *grads, double *xt, double *z,
@@ -225,10 +224,14 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
                         "bound > 0");
         return NULL;
     }
-    int mean = mean_obj == Py_None ? MEAN_IDENTITY : MEAN_UFUNC;
-    Loop mean_loop = {NULL, NULL}; /* this call's: its callbacks and einsum let other callers run */
-    if (mean == MEAN_UFUNC && ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
-        return NULL;
+    /* μ's loop (NULL: the identity), this call's: its callbacks and einsum let others run */
+    Loop mean_loop = {NULL, NULL};
+    const Loop *mean = NULL;
+    if (mean_obj != Py_None) {
+        if (ufunc_loop(mean_obj, "mean", 1, 1, &mean_loop) < 0)
+            return NULL;
+        mean = &mean_loop;
+    }
     PyObject *bit_generator = PyObject_GetAttrString(rng, "bit_generator");
     PyObject *capsule = bit_generator ? PyObject_GetAttrString(bit_generator, "capsule") : NULL;
     PyObject *lock = capsule ? PyObject_GetAttrString(bit_generator, "lock") : NULL;
@@ -261,8 +264,7 @@ static PyObject *gd_steps(PyObject *self, PyObject *args)
     const double scale = bound / (double)g, offset = (double)n * bound;
     for (; done < iterations; done++) {
         double *th = (double *)PyArray_DATA((PyArrayObject *)theta);
-        int ok = clipped_gradients(x, y, n, d, th, lam_over_n, bound,
-                                   mean == MEAN_UFUNC ? &mean_loop : NULL, grads, xt, z, c);
+        int ok = clipped_gradients(x, y, n, d, th, lam_over_n, bound, mean, grads, xt, z, c);
         if (ok < 0)
             goto finish;
         if (!ok)

@@ -139,7 +139,8 @@ static int take(PyObject *object, Py_buffer *view, const char *name, const char 
     if (PyObject_GetBuffer(object, view, flags) < 0)
         return -1;
     if (PyBuffer_IsContiguous(view, 'C') && view->ndim == ndim && view->format != NULL
-            && strcmp(view->format, format) == 0 && view->itemsize == (strcmp(format, "?") == 0 ? 1 : 8)
+            && strcmp(view->format, format) == 0
+            && view->itemsize == (strcmp(format, "?") == 0 ? 1 : 8)
             && (rows < 0 || view->shape[0] == rows)
             && (ndim == 1 || cols < 0 || view->shape[1] == cols))
         return 0;
