@@ -35,6 +35,10 @@ def main(argv):
         print("out", os.getcwd(), os.environ.get("TOY_VALUE"), flush=True)
         sys.stderr.write("err\\n")
         return int(argv[1])
+    if argv[0] == "atexit":  # an exit handler the job registers writes its file
+        import atexit
+        atexit.register(lambda: open(argv[1], "w").write("exit handlers ran"))
+        return 0
     if argv[0] == "frozen":
         print(gc.get_freeze_count() > 0, flush=True)
         return 0
@@ -147,6 +151,16 @@ def test_a_served_job_starts_with_the_servers_loaded_heap_frozen(toy_server, tmp
     alone = subprocess.run([sys.executable, "-c", "import toy; toy.main(['frozen'])"],
                            cwd=toy_server.script.parent, capture_output=True, text=True)
     assert alone.stdout == "False\n"  # the negative control: a job that runs itself
+
+
+def test_a_served_job_runs_its_exit_handlers_as_a_process_of_its_own_would(toy_server,
+                                                                          tmp_path):
+    served, alone = tmp_path / "served.txt", tmp_path / "alone.txt"
+    proc = client(toy_server, "atexit", str(served), cwd=tmp_path)
+    assert proc.wait(timeout=60) == 0
+    subprocess.run([sys.executable, "-c", f"import toy; toy.main(['atexit', {str(alone)!r}])"],
+                   cwd=toy_server.script.parent, check=True)
+    assert served.read_text() == alone.read_text() == "exit handlers ran"
 
 
 def test_a_job_whose_process_goes_away_is_killed(toy_server, tmp_path):

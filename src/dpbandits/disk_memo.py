@@ -1,12 +1,17 @@
 """Results that depend only on public constants, memoised in-process and in one JSON file per
 kind under `$DPBANDITS_CACHE` (default `~/.cache/dpbandits`), so that the jobs of a run share
-them. Files are replaced atomically; a lost or unreadable file only costs recomputation."""
+them. A process writes what it computed once, when it exits (or on `flush`), merged with what
+other processes wrote: one read and one write per job, not per value. Files are replaced
+atomically; a lost or unreadable file, or values a killed process never wrote, only cost
+recomputation."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +42,8 @@ class DiskMemo:
         self.filename = filename
         self._memo: dict[str, Any] = {}
         self._loaded: set[Path] = set()
+        self._unwritten: dict[Path, dict[str, Any]] = {}
+        _memos.add(self)
 
     def path(self) -> Path:
         return cache_dir() / self.filename
@@ -51,17 +58,34 @@ class DiskMemo:
         return self._memo.get(key)
 
     def put(self, key: str, value: Any) -> None:
-        """Remember `value` here and in the file (merged with what other processes wrote)."""
+        """Remember `value` here, and in the file at the next `flush` (at the latest when the
+        process exits)."""
         self._memo[key] = value
-        path = self.path()
-        try:
-            data = _read(path)
-            data[key] = value
-            write_text_atomic(path, json.dumps(data, sort_keys=True))
-        except OSError as err:  # a read-only cache only costs recomputation
-            log.debug("%s not written (%s)", path, err)
+        self._unwritten.setdefault(self.path(), {})[key] = value
+
+    def flush(self) -> None:
+        """Write the values put since the last flush, merged with what other processes wrote."""
+        unwritten, self._unwritten = self._unwritten, {}
+        for path, values in unwritten.items():
+            try:
+                data = _read(path)
+                data.update(values)
+                write_text_atomic(path, json.dumps(data, sort_keys=True))
+            except OSError as err:  # a read-only cache only costs recomputation
+                log.debug("%s not written (%s)", path, err)
 
     def clear(self) -> None:
         """Forget in-process values (the file is re-read on next use)."""
+        self.flush()
         self._memo.clear()
         self._loaded.clear()
+
+
+_memos: weakref.WeakSet[DiskMemo] = weakref.WeakSet()
+
+
+@atexit.register
+def flush_all() -> None:
+    """`flush` every memo of this process."""
+    for memo in list(_memos):
+        memo.flush()

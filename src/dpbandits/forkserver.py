@@ -328,7 +328,8 @@ def _fork_job(conn: socket.socket, modules: dict[str, ModuleType], inherited: li
 def _run_main(module: ModuleType, request: dict) -> int:
     """`main(argv)`, or `main(snakemake)` for a Snakemake script job, with what Python does at a
     script's end: an uncaught exception goes to sys.excepthook and exits 1; SystemExit exits
-    with its code."""
+    with its code; then the exit handlers run (`atexit`: what the job registered and what
+    its modules' imports did, as in a process of its own)."""
     try:
         if "snakemake" in request:
             import pickle
@@ -344,9 +345,9 @@ def _run_main(module: ModuleType, request: dict) -> int:
         sys.excepthook(*sys.exc_info())
         return 1
     finally:
-        import logging
+        import atexit
 
-        logging.shutdown()
+        atexit._run_exitfuncs()  # logging's shutdown among them, once logging is imported
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from dp_accounting.rdp import rdp_privacy_accountant as rdp_ref
 
+from dpbandits.disk_memo import flush_all
 from dpbandits.errors import ConfigError
 from dpbandits.privacy import _wbk
 from dpbandits.privacy import accountant as acc
@@ -156,6 +157,8 @@ def test_full_batch_noise_scales_with_sqrt_steps() -> None:
 def test_results_are_persisted_and_reused(isolated_cache, monkeypatch) -> None:
     args = (0.3, 1e-3, 20, 700, 350)
     sigma = acc.noise_multiplier(*args)
+    assert not (isolated_cache / acc.CACHE_FILE).exists()  # written at the flush, once
+    flush_all()  # as at the process's exit
     data = json.loads((isolated_cache / acc.CACHE_FILE).read_text())
     assert sigma in data.values()
     acc.clear_memo()
