@@ -34,6 +34,7 @@
 #endif
 
 #include "numpy_loops.h"
+#include "newton_api.h"
 
 #define D ((npy_intp)sizeof(double))
 #define LINE_SEARCH_TRIALS 31 /* the full step, then up to 30 halvings */
@@ -225,18 +226,13 @@ static int values_of(PyObject *tuple, const char *name, npy_intp n, double **out
     return 0;
 }
 
-/* Scratch of a fit: θ, the trial point, ∇F, the step, |·| and ball scratch, and H. */
-typedef struct {
-    double *theta, *trial, *g, *p, *work, *h;
-} Scratch;
-
 /* The fit (`glm.numpy_newton` from its cap check on); `cur`/`next` the value buffers at the
  * iterate and at the trial point, swapped on every accepted step. Returns 0 or -1 with an
  * error; *success, *steps, *capped and *swaps as the numpy fit ends. */
 static int fit(const double *x, npy_intp n, npy_intp d, const double *r, double **cur,
                double **next, double *weighted, double *resid, int link, double lam,
                double cap, int has_cap, double tol, Py_ssize_t max_iter, int known,
-               Scratch *s, int *success, Py_ssize_t *steps, int *capped, int *swaps)
+               NewtonScratch *s, int *success, Py_ssize_t *steps, int *capped, int *swaps)
 {
     double *theta = s->theta, *g = s->g, *p = s->p, *h = s->h;
     *success = 0;
@@ -398,7 +394,7 @@ static PyObject *newton(PyObject *self, PyObject *args)
     double *memory = PyMem_Calloc((size_t)(5 * d + d * d + 1), sizeof(double));
     if (memory == NULL)
         return PyErr_NoMemory();
-    Scratch s = {memory, memory + d, memory + 2 * d, memory + 3 * d, memory + 4 * d,
+    NewtonScratch s = {memory, memory + d, memory + 2 * d, memory + 3 * d, memory + 4 * d,
                  memory + 5 * d};
     memcpy(s.theta, theta0, (size_t)(d * D));
     int success, capped, swaps;
@@ -432,6 +428,13 @@ static PyObject *loss_of(PyObject *self, PyObject *args)
     return PyFloat_FromDouble(loss(pot, r, z, n, lam, theta,
                                    PyArray_DIM((PyArrayObject *)theta_obj, 0)));
 }
+
+static int bound(void)
+{
+    return numpy_solve != NULL;
+}
+
+static const NewtonApi api = {bound, link_values, fit};
 
 static PyObject *bind(PyObject *self, PyObject *args)
 {
@@ -480,5 +483,14 @@ PyMODINIT_FUNC PyInit__newton(void)
                               {"numpy", "exp", 1, 1, &exp_loop},
                               {"numpy", "logaddexp", 2, 1, &logaddexp_loop},
                               {linalg, "solve1", 2, 1, &solve1_loop}};
-    return find_loops(loops, 5) < 0 ? NULL : PyModule_Create(&module);
+    if (find_loops(loops, 5) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    PyObject *capsule = m == NULL ? NULL : PyCapsule_New((void *)&api, NEWTON_API_CAPSULE, NULL);
+    if (capsule == NULL || PyModule_AddObject(m, "_api", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_XDECREF(m);
+        return NULL;
+    }
+    return m;
 }

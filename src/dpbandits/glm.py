@@ -182,7 +182,7 @@ def _newton(
     functions are not ufuncs. The compiled fit does not consult numpy's floating-point error
     settings (`np.errstate`): where numpy would warn, e.g. on exp underflow, it is silent.
     """
-    code = _compiled_code(link)
+    code = compiled_fit_code(link)
     if code is None:
         return numpy_newton(X, columns, r, link, lam, theta, buffers, known, cap, tol,
                             max_iter, stats)
@@ -197,7 +197,7 @@ def _newton(
     return theta, success
 
 
-def _compiled_code(link: Link) -> int | None:
+def compiled_fit_code(link: Link) -> int | None:
     """`_newton.newton`'s code of the link, None where `numpy_newton` fits it."""
     return COMPILED_LINKS.get(link.name) if _COMPILED_BOUND else None
 
@@ -353,7 +353,7 @@ class GrowingNewton:
             self._theta, self._known = theta.copy(), 0
             return theta, True
         X = self.X[:n]
-        if self._filled < n and _compiled_code(self.link) is None:  # Xᵀ: the numpy fit's
+        if self._filled < n and compiled_fit_code(self.link) is None:  # Xᵀ: the numpy fit's
             self._columns[:, self._filled : n] = X[self._filled :].T
             self._filled = n
         known = self._theta is not None and self._known > 0 and bool(

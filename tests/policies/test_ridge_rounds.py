@@ -75,6 +75,10 @@ GLM_CASES: list[tuple[str, dict[str, Any]]] = [  # the GLM baselines' table roun
     ("GLOC", {}),
     ("GLOC", {"lam0": 0.5}),
     ("GLOC", {"paper_faithful": True}),  # its V-norm projection: every round through `select`
+    ("GLM-UCB", {}),  # linear: `numpy_newton`'s fits, every round through `select`
+    ("GLM-UCB", {"sqrt_log_t_for_all": True, "lam0": 0.5}),
+    ("GLM-UCB", {"newton_cap": 0.3}),  # fits capped onto the ball: the minimiser in Python
+    ("GLM-UCB", {"do_projection": True}),  # its projection: every round through `select`
 ]
 POOLS = [  # (d, K) with K = 1 and d = 1 at the edges
     {"generator": "logistic_pool", "d": 3, "n_arms": 10, "K": 4, "seed": 5},
@@ -562,8 +566,23 @@ def test_ecolog_table_rounds_give_the_round_loops_bits(params: dict[str, Any],
                          play("ECOLog", params, spec, trial, "paper", tables=False))
 
 
+@pytest.mark.parametrize("family", ["logistic", "probit"])
+@pytest.mark.parametrize("params", [{}, {"newton_cap": 0.3}])
+def test_glm_ucb_table_rounds_are_compiled_capped_fits_included(monkeypatch, family: str,
+                                                                params: dict[str, Any]) -> None:
+    """Newton's rounds never go through `select`, those whose fit is capped onto the ball
+    (the minimiser a Python call) included."""
+    cls = get_policy_class("GLM-UCB")
+    monkeypatch.setattr(cls, "select", lambda *_: pytest.fail("a round through select"))
+    run = play("GLM-UCB", params, {**GLM, "family": family, "horizon": 300}, 0, "paper",
+               tables=True)
+    capped = float(dict(run["diagnostics"])["'norm_cap_events'"][1])
+    assert (capped > 0) == ("newton_cap" in params)
+
+
 @pytest.mark.parametrize("name,kernel,argument", [("ECOLog", "ecolog", 8),  # S
-                                                   ("GLOC", "gloc", 9)])  # c_μ
+                                                   ("GLOC", "gloc", 9),  # c_μ
+                                                   ("GLM-UCB", "glm_ucb", 19)])  # λ
 def test_glm_table_rounds_with_a_changed_bit_are_caught(monkeypatch, name: str, kernel: str,
                                                         argument: int) -> None:
     """Negative control: one argument one ulp off in the compiled rounds changes the run."""

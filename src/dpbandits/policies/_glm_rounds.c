@@ -37,6 +37,7 @@
 #include "../numpy_loops.h"
 #include "../glm_links.h"
 #include "outcome_tables.h"
+#include "../newton_api.h"
 
 #define D ((npy_intp)sizeof(double))
 
@@ -650,6 +651,156 @@ static PyObject *gloc(PyObject *self, PyObject *args)
     return Py_BuildValue("(nd)", t, B);
 }
 
+/* ---- GLM-UCB ------------------------------------------------------------------------ */
+
+static const NewtonApi *newton; /* `_newton`'s fit, imported on first use */
+
+/* The float64 (z, μ, μ̇, b) buffers of a tuple, each with at least `rows` entries. */
+static int newton_values(PyObject *tuple, const char *name, npy_intp rows, double **out)
+{
+    npy_intp any1[1] = {-1};
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 4) {
+        PyErr_Format(PyExc_TypeError, "%s is not allowed; must be a tuple of four arrays", name);
+        return -1;
+    }
+    for (int k = 0; k < 4; k++) {
+        PyObject *item = PyTuple_GET_ITEM(tuple, k);
+        if ((out[k] = doubles(item, name, 1, any1, 1)) == NULL)
+            return -1;
+        if (PyArray_DIM((PyArrayObject *)item, 0) < rows) {
+            PyErr_Format(PyExc_ValueError, "%s is not allowed; its arrays must hold %zd rows",
+                         name, (Py_ssize_t)rows);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/*
+ * glm_ucb(tables, t, stop, v, v_inv, tilde, theta, last, x, r, n, known, cur, trial, weighted,
+ *         resid, link, mean, fit_link, lam, cap, tol, max_iter, rho, log_bonus, tp)
+ * → (next t, n, known, tp, failures, capped, iterations, swapped)
+ */
+static PyObject *glm_ucb(PyObject *self, PyObject *args)
+{
+    PyObject *tables_o, *v_o, *v_inv_o, *tilde_o, *theta_o, *last_o, *x_o, *r_o, *cur_o;
+    PyObject *trial_o, *weighted_o, *resid_o, *mean_o, *cap_o;
+    Py_ssize_t t, stop, n, known_rows, max_iter, tp;
+    int link, fit_link, log_bonus;
+    double lam, tol, rho;
+    if (!PyArg_ParseTuple(args, "OnnOOOOOOOnnOOOOiOidOdndpn:glm_ucb", &tables_o, &t,
+                          &stop, &v_o, &v_inv_o, &tilde_o, &theta_o, &last_o, &x_o, &r_o, &n,
+                          &known_rows, &cur_o, &trial_o, &weighted_o, &resid_o, &link, &mean_o,
+                          &fit_link, &lam, &cap_o, &tol, &max_iter, &rho, &log_bonus, &tp))
+        return NULL;
+    if (newton == NULL
+            && (newton = (const NewtonApi *)PyCapsule_Import(NEWTON_API_CAPSULE, 0)) == NULL)
+        return NULL;
+    if (!newton->bound()) {
+        PyErr_SetString(PyExc_RuntimeError, "_glm_rounds.glm_ucb before _newton.bind");
+        return NULL;
+    }
+    Tables tb;
+    Loop mean = {NULL, NULL};
+    if (tables_from(tables_o, t, stop, &tb) < 0 || link_kind(link) < 0 || link == LINEAR
+            || ufunc_loop(mean_o, "mean", 1, 1, &mean) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_ValueError, "link = %d is not allowed; must be %d (logistic) "
+                         "or %d (probit)", link, LOGISTIC, PROBIT);
+        return NULL;
+    }
+    int has_cap = cap_o != Py_None;
+    double cap = has_cap ? PyFloat_AsDouble(cap_o) : 0.0;
+    if (has_cap && cap == -1.0 && PyErr_Occurred())
+        return NULL;
+    npy_intp d = tb.d, K = tb.K, dd[2] = {d, d}, only_d[1] = {d}, any_d[2] = {-1, d};
+    npy_intp any1[1] = {-1}, rows = n + (stop > t ? stop - t : 0);
+    double *V, *V_inv, *tilde, *theta, *last, *X, *R, *weighted, *resid, *cur[4], *next[4];
+    if ((V = doubles(v_o, "v", 2, dd, 1)) == NULL
+            || (V_inv = doubles(v_inv_o, "v_inv", 2, dd, 1)) == NULL
+            || (tilde = doubles(tilde_o, "tilde", 1, only_d, 1)) == NULL
+            || (theta = doubles(theta_o, "theta", 1, only_d, 1)) == NULL
+            || (last = doubles(last_o, "last", 1, only_d, 1)) == NULL
+            || (X = doubles(x_o, "x", 2, any_d, 1)) == NULL
+            || (R = doubles(r_o, "r", 1, any1, 1)) == NULL
+            || (weighted = doubles(weighted_o, "weighted", 2, any_d, 1)) == NULL
+            || (resid = doubles(resid_o, "resid", 1, any1, 1)) == NULL
+            || newton_values(cur_o, "cur", rows, cur) < 0
+            || newton_values(trial_o, "trial", rows, next) < 0)
+        return NULL;
+    if (n < 0 || known_rows < 0 || known_rows > n || tp < 1
+            || PyArray_DIM((PyArrayObject *)x_o, 0) < rows
+            || PyArray_DIM((PyArrayObject *)r_o, 0) < rows
+            || PyArray_DIM((PyArrayObject *)weighted_o, 0) < rows
+            || PyArray_DIM((PyArrayObject *)resid_o, 0) < rows) {
+        PyErr_Format(PyExc_ValueError, "n = %zd, known = %zd, tp = %zd are not allowed; must "
+                     "be 0 <= known <= n, tp >= 1, the data buffers holding n + %zd rows",
+                     n, known_rows, tp, (Py_ssize_t)(rows - n));
+        return NULL;
+    }
+    double *cur0 = cur[0];
+    Work work;
+    double *memory = PyMem_Calloc((size_t)(5 * d + d * d + 1), sizeof(double));
+    if (memory == NULL || make_work(&work, K, d) < 0) {
+        PyMem_Free(memory);
+        return memory == NULL ? PyErr_NoMemory() : NULL;
+    }
+    NewtonScratch s = {theta, memory, memory + d, memory + 2 * d, memory + 3 * d,
+                       memory + 4 * d};
+    Py_ssize_t failures = 0, capped_fits = 0, iterations = 0;
+    int failed = 0;
+    for (; t < stop; t++) {
+        /* select: μ(x·θ̃) + ρ·s_t·‖x‖_{V⁻¹}, s_t = √ln t (`log_bonus`) or 1 */
+        memcpy(PyArray_DATA(work.x), tb.arms + t * K * d, sizeof(double) * (size_t)(K * d));
+        if ((failed = quad_forms(work.x, V_inv, work.xa, work.q) < 0))
+            break;
+        double scale = rho * (log_bonus ? sqrt(log((double)tp)) : 1.0);
+        const double *q = PyArray_DATA(work.q);
+        rows_dot(PyArray_DATA(work.x), K, d, tilde, work.c); /* arms @ θ̃ */
+        link_mean(link, &mean, work.c, work.index, K);
+        for (npy_intp k = 0; k < K; k++)
+            work.index[k] = work.index[k] + scale * sqrt(q[k]);
+        npy_intp choice = first_argmax(work.index, K);
+        const double *x = tb.arms + (t * K + choice) * d;
+        tb.chosen[t] = choice;
+        tb.regret[t] = tb.regrets[t * K + choice];
+        tb.reward[t] = tb.rewards[t * K + choice];
+        /* update: the row, V and V⁻¹ (w = 1), then the fit warm-started at θ̂ (`solve`) */
+        memcpy(X + n * d, x, sizeof(double) * (size_t)d);
+        R[n] = tb.reward[t];
+        n++;
+        rank_one(V, V_inv, x, 1.0, work.u, d);
+        int known = known_rows > 0;
+        for (npy_intp j = 0; j < d && known; j++)
+            known = theta[j] == last[j];
+        if (known) { /* the link values of the new rows at the last solution */
+            npy_intp m = n - known_rows;
+            rows_dot(X + known_rows * d, m, d, last, cur[0] + known_rows);
+            newton->link_values(fit_link, m, cur[0] + known_rows, cur[1] + known_rows,
+                                cur[2] + known_rows, cur[3] + known_rows);
+        }
+        int success, capped, swaps;
+        Py_ssize_t steps;
+        if ((failed = newton->fit(X, n, d, R, cur, next, weighted, resid, fit_link, lam, cap,
+                                  has_cap, tol, max_iter, known, &s, &success, &steps, &capped,
+                                  &swaps) < 0))
+            break;
+        failures += !success;
+        capped_fits += capped;
+        iterations += steps;
+        memcpy(last, theta, sizeof(double) * (size_t)d);
+        memcpy(tilde, theta, sizeof(double) * (size_t)d);
+        known_rows = n;
+        tp++;
+    }
+    free_work(&work);
+    PyMem_Free(memory);
+    if (failed)
+        return NULL;
+    return Py_BuildValue("(nnnnnnnO)", t, n, known_rows, tp, failures, capped_fits,
+                         iterations, cur[0] != cur0 ? Py_True : Py_False);
+}
+
 static PyMethodDef methods[] = {
     {"rs_glinucb", rs_glinucb, METH_VARARGS,
      "rs_glinucb(tables, t, stop, v_inv, h_cur, h_cur_inv, h_prev, prev_inv, theta_w, centre, "
@@ -671,6 +822,17 @@ static PyMethodDef methods[] = {
      "makes that round); the first round with σ̇(xᵀθ̄) > 2σ̇(xᵀθ) or -1, and the most "
      "iterations of a step without projections (-1: none), which the policy's coefficient "
      "lists must cover."},
+    {"glm_ucb", glm_ucb, METH_VARARGS,
+     "glm_ucb(tables, t, stop, v, v_inv, tilde, theta, last, x, r, n, known, cur, trial, "
+     "weighted, resid, link, mean, fit_link, lam, cap, tol, max_iter, rho, log_bonus, tp) -> "
+     "(next t, n, "
+     "known, tp, failures, capped, iterations, swapped): GLM-UCB's rounds t … stop − 1 with "
+     "the damped Newton fit (`_newton`'s, fit_link 1 probit or 2 logistic) on the "
+     "`OutcomeTables`, each recorded in regret, reward and chosen; v, v_inv, tilde (θ̃, the "
+     "fit's θ̂ after each round), theta (θ̂), "
+     "last (the last solution; its link values on the first `known` rows are in cur), the "
+     "data x, r (n rows) and the buffers are updated in place; tp is the policy's round "
+     "count. swapped: cur and trial changed places an odd number of times."},
     {"gloc", gloc, METH_VARARGS,
      "gloc(tables, t, stop, v, v_inv, theta, z, link, mean, c_mu, delta, a, tail, S, B) -> "
      "(next t, B): the rounds t … stop − 1 of the authors' GLOC on the `OutcomeTables` (the "

@@ -7,23 +7,26 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import (
     SOLVERS,
     GrowingNewton,
     SolverStats,
     compat_mle,
+    compiled_fit_code,
     quad_forms,
     sherman_morrison,
 )
-from dpbandits.links import get_link
+from dpbandits.links import LINK_KINDS, compiled_mean, get_link
 from dpbandits.params import Declaration, boolean, choice, number
+from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import (
     NEWTON_CAP,
     confidence_delta,
 )
 from dpbandits.policies.base import Policy
+from dpbandits.policies.ridge_rounds import play_stretches
 
 
 def glm_ucb_c(lam0: float) -> float:
@@ -58,6 +61,7 @@ class GLMUCB(Policy):
     """
 
     name: ClassVar[str] = "GLM-UCB"
+    plays_tables: ClassVar[bool] = True
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         choice("solver", "newton", "MLE solver: damped Newton or the authors' L-BFGS-B "
@@ -110,6 +114,37 @@ class GLMUCB(Policy):
             quad_forms(arms, self.V_inv)
         )
         return int(ucb.argmax())
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Newton's rounds without the projection step in one compiled call
+        (`_glm_rounds.glm_ucb` on `_newton`'s fit, the bits of `select` and `update`:
+        tests/policies/test_ridge_rounds.py); the other solvers, the projection and the links
+        `_newton` does not fit, round by round."""
+        data, horizon = self.data, len(tables.chosen)
+        fit_link = compiled_fit_code(self.link)
+        if (self.solver != "newton" or self.do_projection or fit_link is None
+                or not compiled_mean(self.link) or len(data.X) < data.n + horizon):
+            play_stretches(self, tables, None)
+            return
+        tilde = np.array(self.theta_tilde, dtype=float)
+        theta = np.array(self.theta_hat, dtype=float)
+        last = np.zeros(self.d) if data._theta is None else data._theta.copy()
+        buffers = data._buffers
+        _, data.n, data._known, self.t, failures, capped, iterations, swapped = (
+            _glm_rounds.glm_ucb(
+                tables, 0, horizon, self.V, self.V_inv, tilde, theta, last, data.X, data.r, data.n,
+                data._known, buffers.cur, buffers.trial, buffers.weighted, buffers.resid,
+                LINK_KINDS[self.link.name], self.link.mean, fit_link, data.lam, data.cap,
+                data.tol, data.max_iter, self.rho, self.log_bonus, self.t))
+        if horizon:
+            data._theta = last
+            self.theta_hat = self.theta_tilde = theta  # one object, as `update` leaves them
+        if swapped:
+            buffers.cur, buffers.trial = buffers.trial, buffers.cur
+        self.stats.fits += horizon
+        self.stats.failures += failures
+        self.stats.capped += capped
+        self.stats.iterations += iterations
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started."""

@@ -1,0 +1,31 @@
+/*
+ * `_newton.c`'s damped Newton fit for the other extensions (`policies/_glm_rounds.c`): the
+ * capsule `dpbandits._newton._api` holds a `NewtonApi`. Include after numpy/arrayobject.h.
+ */
+#ifndef DPBANDITS_NEWTON_API_H
+#define DPBANDITS_NEWTON_API_H
+
+#define NEWTON_API_CAPSULE "dpbandits._newton._api"
+
+/* Scratch of a fit: θ (the start, then the result), the trial point, ∇F, the step, |·| and
+ * ball scratch (d each), and H (d × d). */
+typedef struct {
+    double *theta, *trial, *g, *p, *work, *h;
+} NewtonScratch;
+
+typedef struct {
+    /* Whether `_newton.bind` has given the fit numpy's solve and the ball minimiser. */
+    int (*bound)(void);
+    /* (μ, μ̇, b) at the n values z for link 1 (probit) or 2 (logistic), as
+     * `glm._link_values_into`. */
+    void (*link_values)(int link, npy_intp n, const double *z, double *mu, double *mudot,
+                        double *pot);
+    /* `glm.numpy_newton` from its cap check on, as `_newton.newton` runs it: 0, or -1 with an
+     * error; cur and next (z, μ, μ̇, b) are swapped on every accepted step (*swaps: parity). */
+    int (*fit)(const double *x, npy_intp n, npy_intp d, const double *r, double **cur,
+               double **next, double *weighted, double *resid, int link, double lam,
+               double cap, int has_cap, double tol, Py_ssize_t max_iter, int known,
+               NewtonScratch *s, int *success, Py_ssize_t *steps, int *capped, int *swaps);
+} NewtonApi;
+
+#endif
