@@ -9,7 +9,9 @@
  * - `above`: whether the largest eigenvalue of the symmetrised WᵀHW is above a threshold
  *   (`gen_eig_max_white(H, W) > threshold`, Private-GLM's Criterion II);
  * - `inverse_norms`: ‖x‖² in the metric of each V_i⁻¹ for a round's arms;
- * - `ucb`: the UCB actions of the trials without a Criterion-I arm.
+ * - `ucb`: the UCB actions of the trials without a Criterion-I arm;
+ * - `cover_sums`: a tree's cover noise at every count, summed once when its trials start
+ *   (`MatrixTree._cover_noise_table`).
  * For one trial (Shuffle-GLM, `policies/shuffle_glm.py`):
  * - `survivors`: successive elimination of a round's arms by a stack of batch estimates
  *   (`ShuffleGLM.numpy_survivors`);
@@ -622,6 +624,59 @@ static PyObject *ucb(PyObject *self, PyObject *args)
     return out;
 }
 
+/* cover_sums(index, table, out): out[s] = Σ_j table[index[s, j] − 1] from zero in j's order,
+ * index 0 adding nothing. */
+static PyObject *cover_sums(PyObject *self, PyObject *args)
+{
+    PyObject *index_o, *table_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOO:cover_sums", &index_o, &table_o, &out_o))
+        return NULL;
+    PyArrayObject *index = (PyArrayObject *)index_o, *table = (PyArrayObject *)table_o;
+    if (!PyArray_Check(index_o) || PyArray_TYPE(index) != NPY_INTP || PyArray_NDIM(index) != 2
+            || !PyArray_IS_C_CONTIGUOUS(index) || !PyArray_ISALIGNED(index)
+            || !PyArray_ISNOTSWAPPED(index)) {
+        PyErr_SetString(PyExc_ValueError, "index is not allowed; must be a C-ordered intp "
+                        "array (counts, nodes)");
+        return NULL;
+    }
+    if (!PyArray_Check(table_o) || PyArray_NDIM(table) != 3) {
+        PyErr_SetString(PyExc_ValueError, "table is not allowed; must be a float64 (nodes, d, "
+                        "d)");
+        return NULL;
+    }
+    npy_intp counts = PyArray_DIM(index, 0), width = PyArray_DIM(index, 1);
+    npy_intp nodes = PyArray_DIM(table, 0), d = PyArray_DIM(table, 1), table_step, out_step;
+    const double *z = stack(table_o, "table", -1, d, &table_step);
+    double *out = z == NULL ? NULL : (double *)stack(out_o, "out", counts, d, &out_step);
+    if (out == NULL)
+        return NULL;
+    if (!PyArray_ISWRITEABLE((PyArrayObject *)out_o)) {
+        PyErr_SetString(PyExc_ValueError, "out is not allowed; must be writeable");
+        return NULL;
+    }
+    const npy_intp *at = PyArray_DATA(index);
+    for (npy_intp k = 0; k < counts * width; k++)
+        if (at[k] < 0 || at[k] > nodes) {
+            PyErr_Format(PyExc_ValueError, "node %zd is not allowed; must be in 0 ... %zd",
+                         (Py_ssize_t)at[k], (Py_ssize_t)nodes);
+            return NULL;
+        }
+    for (npy_intp c = 0; c < counts; c++) {
+        double *sum = out + c * out_step;
+        for (npy_intp e = 0; e < d * d; e++)
+            sum[e] = 0.0;
+        for (npy_intp j = 0; j < width; j++) {
+            npy_intp node = at[c * width + j];
+            if (node == 0)
+                continue;
+            const double *noise = z + (node - 1) * table_step;
+            for (npy_intp e = 0; e < d * d; e++)
+                sum[e] = sum[e] + noise[e];
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"release", release, METH_VARARGS,
      "release(data, cover, shift, floor) -> (raw, short): every tree's release "
@@ -645,6 +700,10 @@ static PyMethodDef methods[] = {
      "mask rows (None: every trial): argmax of x·centre_i + beta·‖x‖_{H_i⁻¹}, after "
      "elimination by theta_w with widths width_scale·‖x‖_{V_i⁻¹} where eliminating[i] "
      "(`PrivateGLMLockstep.numpy_ucb`)."},
+    {"cover_sums", cover_sums, METH_VARARGS,
+     "cover_sums(index, table, out) -> None: out[s] = the sum from zero, in row s's order, "
+     "of table[j - 1] for the nodes j >= 1 of index[s] (0: none), for a C-ordered intp index "
+     "(counts, width), a float64 table (nodes, d, d) and out (counts, d, d)."},
     {"shuffle_points", shuffle_points, METH_VARARGS,
      "shuffle_points(arms, thetas, vals, vecs, scales, width_scale, cap, reward_bound, link, "
      "expit, sqrt) -> (alive, points, w) or None: `survivors` of the arms, their weights "

@@ -8,14 +8,17 @@ import dp_accounting
 import numpy as np
 import pytest
 
+from dpbandits import _stacked
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import ExactNoise
 from dpbandits.privacy.tree import (
     MatrixTree,
     ab8fd16_nodes,
+    cover_index,
     cover_nodes,
     exact_release_cost,
     leaf_weights,
+    query_nodes,
     release_cost,
     release_matrices,
     tree_height,
@@ -127,12 +130,24 @@ def test_noise_is_fixed_per_node_and_shared(eager: bool) -> None:
 
 
 @pytest.mark.parametrize("cover", ["dyadic", "ab8fd16"])
+def test_cover_index_rows_are_the_query_nodes_of_each_count(cover: str) -> None:
+    for horizon in (1, 2, 3, 4, 5, 7, 8, 9, 45, 64, 1000, 5000):
+        height = tree_height(horizon)
+        covers = [query_nodes(s, height, cover) for s in range(horizon + 1)]
+        index = cover_index(horizon, height, cover)
+        assert index.shape == (horizon + 1, max(map(len, covers)))
+        assert [row[row > 0].tolist() for row in index] == covers
+        assert all(not row[len(nodes):].any() for row, nodes in zip(index, covers, strict=True))
+
+
+@pytest.mark.parametrize("cover", ["dyadic", "ab8fd16"])
 @pytest.mark.parametrize("exact", [False, True])
-def test_eager_release_noise_is_the_node_by_node_sum_bit_for_bit(cover: str, exact: bool) -> None:
+@pytest.mark.parametrize("horizon", [45, 64])
+def test_eager_release_noise_is_the_node_by_node_sum_bit_for_bit(cover: str, exact: bool,
+                                                                 horizon: int) -> None:
     """The precomputed cover sums of an eager tree equal adding the cover's node noises one by
     one from zero, in cover order, exactly (what a lazy tree does)."""
     rng = np.random.default_rng(5)
-    horizon = 45
     tree = MatrixTree(horizon, 3, 1.3, rng, cover=cover, eager=True,
                       noise=ExactNoise(np.random.default_rng(6)) if exact else None)
     for _ in range(horizon):
@@ -150,7 +165,7 @@ def test_eager_draw_order_is_heap_order() -> None:
     ref = np.random.default_rng(7)
     for j in range(1, (1 << tree.height)):
         g = ref.normal(0.0, 2.0, (2, 2))
-        assert np.allclose(tree.node_noise(j), 0.5 * (g + g.T), rtol=0, atol=1e-15)
+        assert np.array_equal(tree.node_noise(j), 0.5 * (g + g.T))
 
 
 def test_lazy_exact_nodes_are_the_two_sampler_draws_in_drawing_order() -> None:
@@ -354,6 +369,14 @@ def test_release_cost_is_computed_once_per_cache(tmp_path, monkeypatch) -> None:
         with pytest.raises(AssertionError, match="recomputed"):
             release_cost(37, "ab8fd16")
     tree._release_costs.clear()
+
+
+def test_cover_sums_refuse_a_node_outside_the_table() -> None:
+    table, out = np.ones((3, 2, 2)), np.empty((2, 2, 2))
+    _stacked.cover_sums(np.array([[0, 0], [3, 1]], dtype=np.intp), table, out)
+    assert np.array_equal(out, [np.zeros((2, 2)), 2 * np.ones((2, 2))])
+    with pytest.raises(ValueError, match=r"node 4 is not allowed; must be in 0 \.\.\. 3"):
+        _stacked.cover_sums(np.array([[0, 0], [4, 1]], dtype=np.intp), table, out)
 
 
 def test_unknown_cover_is_one_error_line() -> None:

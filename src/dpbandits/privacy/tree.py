@@ -102,11 +102,38 @@ def query_nodes(count: int, height: int, cover: str = "dyadic") -> list[int]:
 
 @functools.lru_cache(maxsize=8)
 def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
-    """Row s: the nodes of `query_nodes(s)` in summation order, padded with 0 (no node)."""
-    covers = [query_nodes(s, height, cover) for s in range(horizon + 1)]
-    index = np.zeros((horizon + 1, max(map(len, covers))), dtype=np.intp)
-    for s, nodes in enumerate(covers):
-        index[s, : len(nodes)] = nodes
+    """Row s: the nodes of `query_nodes(s)` in summation order, padded with 0 (no node):
+    `cover_nodes` and `ab8fd16_nodes` run for every count at once, one level per step."""
+    if cover not in COVERS:
+        raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+    counts = np.arange(horizon + 1, dtype=np.intp)
+    index = np.zeros((horizon + 1, 2 * height + 1), dtype=np.intp)
+    filled = np.zeros(horizon + 1, dtype=np.intp)
+
+    def append(rows: np.ndarray, nodes: np.ndarray) -> None:
+        index[rows, filled[rows]] = nodes[rows]
+        filled[rows] += 1
+
+    leaf = (1 << (height - 1)) + counts - 1
+    if cover == "dyadic":  # `cover_nodes`: the left end moves right, the right end left
+        left, right = np.full(horizon + 1, 1 << (height - 1), dtype=np.intp), leaf
+        live = left <= right
+        while live.any():
+            take = live & (left & 1 == 1)
+            append(take, left)
+            left = left + take
+            take = live & (right & 1 == 0)
+            append(take, right)
+            right = right - take
+            left, right = left >> 1, right >> 1
+            live &= left <= right
+    else:  # `ab8fd16_nodes`: the left sibling of every right child on the path, then the leaf
+        node = np.where(counts > 0, leaf, 0)
+        while (node > 0).any():
+            append((node > 0) & (node % 2 == 0), node - 1)
+            node = node // 2
+        append(counts > 0, leaf)
+    index = np.ascontiguousarray(index[:, : filled.max(initial=0)])
     index.flags.writeable = False
     return index
 
@@ -386,7 +413,9 @@ class MatrixTree:
         shape = (self.dim, self.dim) if count is None else (count, self.dim, self.dim)
         if not self.exact:
             g = self.rng.normal(0.0, self.sigma_node, size=shape)
-            return 0.5 * (g + np.swapaxes(g, -1, -2))
+            symmetric = g + np.swapaxes(g, -1, -2)
+            symmetric *= 0.5  # 0.5·(G + Gᵀ), without a second temporary
+            return symmetric
         if count is None:  # one node: the draws below, in one call
             return self._draw_node()
         rows, cols, diag = self._upper
@@ -437,16 +466,15 @@ class MatrixTree:
             return self._prefix
         return self._node_sums[self.cover()].sum(axis=0)
 
-    def _cover_noise_table(self) -> np.ndarray:
-        """Z_cover(s) for every count s of an eager tree, each summed node by node in cover
-        order from zero, exactly as `_cover_noise` sums one count."""
+    def _cover_noise_table(self, out: np.ndarray | None = None) -> np.ndarray:
+        """Z_cover(s) for every count s of an eager tree (into `out`, a (T + 1, dim, dim)
+        array, if given), each summed node by node in cover order from zero, exactly as
+        `_cover_noise` sums one count (compiled: `_stacked.cover_sums`)."""
         table = self._noise_table
         assert table is not None
-        index = cover_index(self.horizon, self.height, self.cover_kind)
-        sums = np.zeros((self.horizon + 1, self.dim, self.dim))
-        for column in index.T:
-            live = column > 0
-            sums[live] += table[column[live] - 1]
+        sums = np.empty((self.horizon + 1, self.dim, self.dim)) if out is None else out
+        _stacked.cover_sums(cover_index(self.horizon, self.height, self.cover_kind), table,
+                            sums)
         return sums
 
     def _cover_noise(self) -> np.ndarray:
@@ -505,9 +533,9 @@ class StackedTrees:
         self.shift, self.floor = first.shift, first.psd_floor
         self.count = first.count
         self.prefix = np.stack([tree._prefix for tree in trees])
-        self.cover = np.stack([tree._cover_noise_table() for tree in trees])
+        self.cover = np.empty((len(trees), self.horizon + 1, first.dim, first.dim))
         for tree, table in zip(trees, self.cover, strict=True):
-            tree._cover_sums = table  # the tree's own table, not a second copy
+            tree._cover_sums = tree._cover_noise_table(table)  # the tree's own, in the stack
         self.node_sums = (None if first._node_sums is None
                           else np.stack([tree._node_sums for tree in trees]))
 
