@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 import yaml
 
@@ -15,6 +16,7 @@ from dpbandits.plots import (
     build_styles,
     darken,
     distinct_colors,
+    drawn_points,
     lighten,
     plain_ticks,
     save_figure,
@@ -106,6 +108,15 @@ def test_lighten_and_darken_blend_towards_white_and_black() -> None:
     assert lighten((0.2, 0.4, 0.6), 1.0) == (1.0, 1.0, 1.0)
     assert lighten((0.0, 0.5, 1.0), 0.5) == (0.5, 0.75, 1.0)
     assert darken((0.2, 0.4, 1.0), 0.5) == (0.1, 0.2, 0.5)
+
+
+def test_drawn_points_are_every_point_or_evenly_spaced_ones_with_both_ends() -> None:
+    assert drawn_points(7).tolist() == list(range(7))
+    assert drawn_points(1000).tolist() == list(range(1000))
+    drawn = drawn_points(15000)
+    assert len(drawn) == 1000 and drawn[0] == 0 and drawn[-1] == 14999
+    assert set(np.diff(drawn)) <= {15, 16}
+    assert drawn_points(10, most=3).tolist() == [0, 4, 9]
 
 
 def test_log_epsilon_ticks_are_plain_numbers() -> None:

@@ -47,6 +47,7 @@ PALETTE: list[RGB] = list(dict.fromkeys(
     for c in plt.get_cmap(name).colors  # type: ignore[attr-defined]
 ))
 _PREFERRED = 10
+DRAWN_POINTS = 1000  # of a curve: about a point per pixel of the widest panel at 150 dpi
 VARIANT_DARKEN = (0.0, 0.4, 0.2, 0.3, 0.1)
 VARIANT_MARKERS = ("o", "^", "s", "D", "v", "P", "X")
 BAND_TEXT = "95 % t-interval of the mean over trials"
@@ -188,6 +189,15 @@ def ci95(se: Any, n: int) -> Any:
     if n < 2:
         return np.nan * np.asarray(se, dtype=float)
     return stats.t_margin(1.0, n - 1) * np.asarray(se, dtype=float)
+
+
+def drawn_points(n: int, most: int = DRAWN_POINTS) -> np.ndarray:
+    """Indices of the points of an n-point curve that are drawn: all of them, or `most` evenly
+    spaced ones, the first and the last included (a figure shows no more than about one point
+    per pixel, and drawing every round of a long run is most of a figure's cost)."""
+    if n <= most:
+        return np.arange(n)
+    return np.unique(np.linspace(0, n - 1, most).round().astype(np.intp))
 
 
 def plain_ticks(axis: Axis, values: Iterable[float]) -> None:

@@ -87,3 +87,20 @@ def test_a_later_variant_has_markers_and_the_first_none(figure) -> None:
     lines = {line.get_label(): line for line in figure.get_axes()[0].get_lines()}
     assert lines["RS-GLinUCB (T2)"].get_marker() in ("None", None, "")
     assert lines["RS-GLinUCB (C)"].get_marker() not in ("None", None, "")
+
+
+def test_a_long_curve_is_drawn_by_evenly_spaced_points_its_ends_included(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    captured = {}
+    monkeypatch.setattr(common, "save_figure", lambda fig, stem: captured.setdefault("fig", fig))
+    long = {**_curve("GLOC", "none", 0), "checkpoints": np.arange(1, 15001),
+            "regret_mean": np.sqrt(np.arange(1, 15001)), "regret_se": np.ones(15000)}
+    common.regret_curves("exp", {}, pd.DataFrame(), [long, _curve("ECOLog", "none", 0)],
+                         tmp_path)
+    lines = {line.get_label(): line for line in captured["fig"].get_axes()[0].get_lines()}
+    x, y = lines["GLOC"].get_xdata(), lines["GLOC"].get_ydata()
+    assert len(x) == 1000 and x[0] == 1 and x[-1] == 15000 and y[-1] == np.sqrt(15000)
+    assert np.ptp(np.diff(x)) <= 1  # evenly spaced, to the nearest round
+    assert np.array_equal(y, np.sqrt(x))
+    assert len(lines["ECOLog"].get_xdata()) == 10  # a short curve: every point
+    assert captured["fig"].get_axes()[0].get_ylim()[1] >= np.sqrt(15000)

@@ -18,6 +18,7 @@ from dpbandits.plots import (
     band_handle,
     ci95,
     distinct_colors,
+    drawn_points,
     lighten,
     save_figure,
     series_label,
@@ -70,9 +71,10 @@ def regret_curves(
         for item in shown:
             if int(item["instance_index"]) != index:
                 continue
-            t = item["checkpoints"]
-            mean = item["regret_mean"]
-            half = ci95(item["regret_se"], int(item.get("n_trials", 0)))
+            drawn = drawn_points(len(item["checkpoints"]))
+            t = item["checkpoints"][drawn]
+            mean = item["regret_mean"][drawn]
+            half = ci95(item["regret_se"][drawn], int(item.get("n_trials", 0)))
             eps_levels = levels[item["algorithm"]]
             rank = eps_levels.index(item["epsilon"])
             color = lighten(colors[item["algorithm"]],

@@ -18,7 +18,14 @@ from dpbandits.data.provenance import data_note
 from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
-from dpbandits.plots import band_handle, ci95, distinct_colors, save_figure, series_label
+from dpbandits.plots import (
+    band_handle,
+    ci95,
+    distinct_colors,
+    drawn_points,
+    save_figure,
+    series_label,
+)
 
 
 def t_half_width(values: np.ndarray) -> float:
@@ -205,7 +212,8 @@ def ctr_curve(
     colors = distinct_colors([c["algorithm"] for c in chosen])
     for item in chosen:
         t = item["checkpoints"].astype(float)
-        keep = t > min(skip, t[-1] - 1)
+        keep = np.flatnonzero(t > min(skip, t[-1] - 1))
+        keep = keep[drawn_points(len(keep))]
         mean = item["reward_mean"][keep] / t[keep]
         se = item["reward_se"][keep] / t[keep]
         color = colors[item["algorithm"]]
