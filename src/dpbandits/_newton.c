@@ -39,7 +39,7 @@
 #define D ((npy_intp)sizeof(double))
 #define LINE_SEARCH_TRIALS 31 /* the full step, then up to 30 halvings */
 
-enum { PROBIT = 1, LOGISTIC = 2 };
+enum { PROBIT = NEWTON_PROBIT, LOGISTIC = NEWTON_LOGISTIC };
 
 static Loop matmul_loop, add_loop, exp_loop, logaddexp_loop, solve1_loop, ndtr_loop, expit_loop;
 static PyObject *numpy_solve, *linalg_error, *ball_minimiser; /* bound by `bind` */

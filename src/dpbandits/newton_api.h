@@ -7,6 +7,9 @@
 
 #define NEWTON_API_CAPSULE "dpbandits._newton._api"
 
+/* The links the fit takes, by the codes of `glm.COMPILED_LINKS`. */
+enum { NEWTON_PROBIT = 1, NEWTON_LOGISTIC = 2 };
+
 /* Scratch of a fit: θ (the start, then the result), the trial point, ∇F, the step, |·| and
  * ball scratch (d each), and H (d × d). */
 typedef struct {
@@ -16,7 +19,7 @@ typedef struct {
 typedef struct {
     /* Whether `_newton.bind` has given the fit numpy's solve and the ball minimiser. */
     int (*bound)(void);
-    /* (μ, μ̇, b) at the n values z for link 1 (probit) or 2 (logistic), as
+    /* (μ, μ̇, b) at the n values z for the link NEWTON_PROBIT or NEWTON_LOGISTIC, as
      * `glm._link_values_into`. */
     void (*link_values)(int link, npy_intp n, const double *z, double *mu, double *mudot,
                         double *pot);

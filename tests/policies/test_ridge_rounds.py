@@ -582,7 +582,7 @@ def test_glm_ucb_table_rounds_are_compiled_capped_fits_included(monkeypatch, fam
 
 @pytest.mark.parametrize("name,kernel,argument", [("ECOLog", "ecolog", 8),  # S
                                                    ("GLOC", "gloc", 9),  # c_μ
-                                                   ("GLM-UCB", "glm_ucb", 19)])  # λ
+                                                   ("GLM-UCB", "glm_ucb", 18)])  # λ
 def test_glm_table_rounds_with_a_changed_bit_are_caught(monkeypatch, name: str, kernel: str,
                                                         argument: int) -> None:
     """Negative control: one argument one ulp off in the compiled rounds changes the run."""

@@ -678,7 +678,7 @@ static int newton_values(PyObject *tuple, const char *name, npy_intp rows, doubl
 
 /*
  * glm_ucb(tables, t, stop, v, v_inv, tilde, theta, last, x, r, n, known, cur, trial, weighted,
- *         resid, link, mean, fit_link, lam, cap, tol, max_iter, rho, log_bonus, tp)
+ *         resid, link, mean, lam, cap, tol, max_iter, rho, log_bonus, tp)
  * → (next t, n, known, tp, failures, capped, iterations, swapped)
  */
 static PyObject *glm_ucb(PyObject *self, PyObject *args)
@@ -686,12 +686,12 @@ static PyObject *glm_ucb(PyObject *self, PyObject *args)
     PyObject *tables_o, *v_o, *v_inv_o, *tilde_o, *theta_o, *last_o, *x_o, *r_o, *cur_o;
     PyObject *trial_o, *weighted_o, *resid_o, *mean_o, *cap_o;
     Py_ssize_t t, stop, n, known_rows, max_iter, tp;
-    int link, fit_link, log_bonus;
+    int link, log_bonus;
     double lam, tol, rho;
-    if (!PyArg_ParseTuple(args, "OnnOOOOOOOnnOOOOiOidOdndpn:glm_ucb", &tables_o, &t,
+    if (!PyArg_ParseTuple(args, "OnnOOOOOOOnnOOOOiOdOdndpn:glm_ucb", &tables_o, &t,
                           &stop, &v_o, &v_inv_o, &tilde_o, &theta_o, &last_o, &x_o, &r_o, &n,
                           &known_rows, &cur_o, &trial_o, &weighted_o, &resid_o, &link, &mean_o,
-                          &fit_link, &lam, &cap_o, &tol, &max_iter, &rho, &log_bonus, &tp))
+                          &lam, &cap_o, &tol, &max_iter, &rho, &log_bonus, &tp))
         return NULL;
     if (newton == NULL
             && (newton = (const NewtonApi *)PyCapsule_Import(NEWTON_API_CAPSULE, 0)) == NULL)
@@ -709,6 +709,7 @@ static PyObject *glm_ucb(PyObject *self, PyObject *args)
                          "or %d (probit)", link, LOGISTIC, PROBIT);
         return NULL;
     }
+    int fit_link = link == PROBIT ? NEWTON_PROBIT : NEWTON_LOGISTIC;
     int has_cap = cap_o != Py_None;
     double cap = has_cap ? PyFloat_AsDouble(cap_o) : 0.0;
     if (has_cap && cap == -1.0 && PyErr_Occurred())
@@ -824,13 +825,12 @@ static PyMethodDef methods[] = {
      "lists must cover."},
     {"glm_ucb", glm_ucb, METH_VARARGS,
      "glm_ucb(tables, t, stop, v, v_inv, tilde, theta, last, x, r, n, known, cur, trial, "
-     "weighted, resid, link, mean, fit_link, lam, cap, tol, max_iter, rho, log_bonus, tp) -> "
-     "(next t, n, "
-     "known, tp, failures, capped, iterations, swapped): GLM-UCB's rounds t … stop − 1 with "
-     "the damped Newton fit (`_newton`'s, fit_link 1 probit or 2 logistic) on the "
-     "`OutcomeTables`, each recorded in regret, reward and chosen; v, v_inv, tilde (θ̃, the "
-     "fit's θ̂ after each round), theta (θ̂), "
-     "last (the last solution; its link values on the first `known` rows are in cur), the "
+     "weighted, resid, link, mean, lam, cap, tol, max_iter, rho, log_bonus, tp) -> (next t, "
+     "n, known, tp, failures, capped, iterations, swapped): GLM-UCB's rounds t … stop − 1 "
+     "with `_newton`'s damped Newton fit, link 0 (logistic) or 1 (probit) with its mean "
+     "ufunc, on the `OutcomeTables`, each recorded in regret, reward and chosen; v, v_inv, "
+     "tilde (θ̃: the fit's θ̂ after each round), theta (θ̂), last (the last solution; its "
+     "link values on the first `known` rows are in cur), the "
      "data x, r (n rows) and the buffers are updated in place; tp is the policy's round "
      "count. swapped: cur and trial changed places an odd number of times."},
     {"gloc", gloc, METH_VARARGS,

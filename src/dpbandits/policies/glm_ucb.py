@@ -121,8 +121,7 @@ class GLMUCB(Policy):
         tests/policies/test_ridge_rounds.py); the other solvers, the projection and the links
         `_newton` does not fit, round by round."""
         data, horizon = self.data, len(tables.chosen)
-        fit_link = compiled_fit_code(self.link)
-        if (self.solver != "newton" or self.do_projection or fit_link is None
+        if (self.solver != "newton" or self.do_projection or compiled_fit_code(self.link) is None
                 or not compiled_mean(self.link) or len(data.X) < data.n + horizon):
             play_stretches(self, tables, None)
             return
@@ -134,7 +133,7 @@ class GLMUCB(Policy):
             _glm_rounds.glm_ucb(
                 tables, 0, horizon, self.V, self.V_inv, tilde, theta, last, data.X, data.r, data.n,
                 data._known, buffers.cur, buffers.trial, buffers.weighted, buffers.resid,
-                LINK_KINDS[self.link.name], self.link.mean, fit_link, data.lam, data.cap,
+                LINK_KINDS[self.link.name], self.link.mean, data.lam, data.cap,
                 data.tol, data.max_iter, self.rho, self.log_bonus, self.t))
         if horizon:
             data._theta = last
