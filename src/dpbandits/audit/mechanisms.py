@@ -136,11 +136,10 @@ def tree(
     nodes for Δ = √2; paper for C = 1 as the authors' code. `cover="ab8fd16"`: the initial
     commit's node set (`_tree_ab8fd16`).
     """
-    from dpbandits.privacy.tree import COVERS, MatrixTree, tree_sigma
+    from dpbandits.privacy.tree import MatrixTree, check_cover, tree_sigma
 
     _require_positive_delta(delta, "the tree")
-    if cover not in COVERS:
-        raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+    check_cover(cover)
     if cover == "ab8fd16":
         return _tree_ab8fd16(epsilon, delta, runs, rng, accounting, noise_scale)
     horizon, dim = 4, 2

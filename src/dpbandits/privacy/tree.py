@@ -91,21 +91,23 @@ def ab8fd16_nodes(count: int, height: int) -> list[int]:
     return nodes
 
 
+def check_cover(cover: str) -> None:
+    """One ConfigError line for a cover name that is not one of `COVERS`."""
+    if cover not in COVERS:
+        raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+
+
 def query_nodes(count: int, height: int, cover: str = "dyadic") -> list[int]:
     """The nodes a query at count s sums under the named cover."""
-    if cover == "dyadic":
-        return cover_nodes(count, height)
-    if cover == "ab8fd16":
-        return ab8fd16_nodes(count, height)
-    raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+    check_cover(cover)
+    return cover_nodes(count, height) if cover == "dyadic" else ab8fd16_nodes(count, height)
 
 
 @functools.lru_cache(maxsize=8)
 def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
     """Row s: the nodes of `query_nodes(s)` in summation order, padded with 0 (no node):
     `cover_nodes` and `ab8fd16_nodes` run for every count at once, one level per step."""
-    if cover not in COVERS:
-        raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+    check_cover(cover)
     counts = np.arange(horizon + 1, dtype=np.intp)
     index = np.zeros((horizon + 1, 2 * height + 1), dtype=np.intp)
     filled = np.zeros(horizon + 1, dtype=np.intp)
@@ -337,8 +339,7 @@ class MatrixTree:
     ) -> None:
         if dim < 1:
             raise ValueError(f"dim = {dim!r} must be >= 1")
-        if cover not in COVERS:
-            raise ConfigError(f"cover = {cover!r} is not allowed; allowed: {', '.join(COVERS)}")
+        check_cover(cover)
         if not np.isfinite(sigma_node) or sigma_node < 0:
             raise ValueError(f"sigma_node = {sigma_node!r} must be a finite number >= 0")
         self.horizon = int(horizon)
