@@ -391,11 +391,10 @@ static PyObject *newton(PyObject *self, PyObject *args)
     double cap = has_cap ? PyFloat_AsDouble(cap_obj) : 0.0;
     if (has_cap && cap == -1.0 && PyErr_Occurred())
         return NULL;
-    double *memory = PyMem_Calloc((size_t)(5 * d + d * d + 1), sizeof(double));
+    NewtonScratch s;
+    double *memory = newton_scratch(&s, NULL, d);
     if (memory == NULL)
-        return PyErr_NoMemory();
-    NewtonScratch s = {memory, memory + d, memory + 2 * d, memory + 3 * d, memory + 4 * d,
-                 memory + 5 * d};
+        return NULL;
     memcpy(s.theta, theta0, (size_t)(d * D));
     int success, capped, swaps;
     Py_ssize_t steps;

@@ -16,6 +16,20 @@ typedef struct {
     double *theta, *trial, *g, *p, *work, *h;
 } NewtonScratch;
 
+/* The scratch of a d-dimensional fit in one zeroed block (θ in it too where `theta` is NULL,
+ * else the caller's θ): the block to PyMem_Free, NULL with MemoryError. */
+static inline double *newton_scratch(NewtonScratch *s, double *theta, npy_intp d)
+{
+    double *block = PyMem_Calloc((size_t)(5 * d + d * d + 1), sizeof(double));
+    if (block == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    *s = (NewtonScratch){theta == NULL ? block : theta, block + d, block + 2 * d, block + 3 * d,
+                         block + 4 * d, block + 5 * d};
+    return block;
+}
+
 typedef struct {
     /* Whether `_newton.bind` has given the fit numpy's solve and the ball minimiser. */
     int (*bound)(void);

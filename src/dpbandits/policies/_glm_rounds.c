@@ -741,13 +741,14 @@ static PyObject *glm_ucb(PyObject *self, PyObject *args)
     }
     double *cur0 = cur[0];
     Work work;
-    double *memory = PyMem_Calloc((size_t)(5 * d + d * d + 1), sizeof(double));
-    if (memory == NULL || make_work(&work, K, d) < 0) {
+    NewtonScratch s; /* the fit's θ is θ̂ itself */
+    double *memory = newton_scratch(&s, theta, d);
+    if (memory == NULL)
+        return NULL;
+    if (make_work(&work, K, d) < 0) {
         PyMem_Free(memory);
-        return memory == NULL ? PyErr_NoMemory() : NULL;
+        return NULL;
     }
-    NewtonScratch s = {theta, memory, memory + d, memory + 2 * d, memory + 3 * d,
-                       memory + 4 * d};
     Py_ssize_t failures = 0, capped_fits = 0, iterations = 0;
     int failed = 0;
     for (; t < stop; t++) {
