@@ -11,7 +11,13 @@
  * - `inverse_norms`: ‖x‖² in the metric of each V_i⁻¹ for a round's arms;
  * - `ucb`: the UCB actions of the trials without a Criterion-I arm;
  * - `cover_sums`: a tree's cover noise at every count, summed once when its trials start
- *   (`MatrixTree._cover_noise_table`).
+ *   (`MatrixTree._cover_noise_table`);
+ * - `private_glm_rounds`: a stretch of rounds in which no trial has a Criterion-I arm,
+ *   switches, releases a non-finite V or an H to repair or, strict, starts a θ_w fit, each
+ *   played as `select` and `update` play it with the kernels above (`play_rounds`): the
+ *   trees' releases and leaves, ab8fd16's node sums and log-determinants (numpy.linalg's
+ *   `slogdet` loop), the strict counter and the snapping of leaves to exact noise's grid
+ *   (rint, as np.rint), each trial's reward from its outcome table.
  * For one trial (Shuffle-GLM, `policies/shuffle_glm.py`):
  * - `survivors`: successive elimination of a round's arms by a stack of batch estimates
  *   (`ShuffleGLM.numpy_survivors`);
@@ -57,7 +63,7 @@
 #define LARGEST 0x1p1020 /* row sums above this are left to numpy (its order may overflow) */
 
 static Loop matmul_loop, add_loop, maximum_loop, minimum_loop, exp_loop, eigh_loop,
-    eigvalsh_loop;
+    eigvalsh_loop, slogdet_loop;
 
 /* A float64 array of shape (n, d, d) (n = -1: any) whose matrices are C-ordered, aligned and
  * native; the stride between them in `stride`. */
@@ -230,6 +236,39 @@ static PyObject *release_eigh(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", vals_obj, vecs_obj);
 }
 
+/* Whether the largest eigenvalue of 0.5·(M + Mᵀ), M = WᵀHW, is above `above`, for one pair of
+ * C-ordered d×d matrices (`work`: 3d² + d doubles): 1 or 0 in `result`; the return is 0 where
+ * an eigenvalue LAPACK gives is not finite (numpy's calls then raise or say), else 1. */
+static int above_one(const double *h, const double *w, npy_intp d, double above, double *work,
+                     npy_bool *result)
+{
+    double *left = work, *m = left + d * d, *sym = m + d * d, *vals = sym + d * d;
+    /* Wᵀ H (W read transposed), then (Wᵀ H) W */
+    matmul_with(&matmul_loop, w, D, d * D, d, d, h, d * D, D, d, 0, left);
+    matmul_with(&matmul_loop, left, d * D, D, d, d, w, d * D, D, d, 0, m);
+    for (npy_intp a = 0; a < d; a++)
+        for (npy_intp b = 0; b < d; b++) {
+            double value = m[a * d + b] + m[b * d + a];
+            sym[a * d + b] = value * 0.5;
+        }
+    double bound = -INFINITY, scale = 0.0;
+    for (npy_intp a = 0; a < d; a++) {
+        double row, high = sym[a * d + a] + radius(sym, d, a, &row);
+        bound = high > bound || isnan(high) ? high : bound;
+        scale = row > scale || isnan(row) ? row : scale;
+    }
+    if (scale < LARGEST && bound < above - MARGIN * (scale + fabs(above))) {
+        *result = 0;
+        return 1;
+    }
+    char *loop_args[2] = {(char *)sym, (char *)vals};
+    npy_intp dimensions[2] = {1, d};
+    npy_intp steps[5] = {0, 0, d * D, D, D};
+    eigvalsh_loop.function(loop_args, dimensions, steps, eigvalsh_loop.data);
+    *result = vals[d - 1] > above;
+    return all_finite(vals, d);
+}
+
 static PyObject *above_of(PyObject *self, PyObject *args)
 {
     PyObject *h_obj, *w_obj;
@@ -238,8 +277,7 @@ static PyObject *above_of(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOd:above", &h_obj, &w_obj, &above)
             || pair_of(h_obj, w_obj, "h", "w", &pair) < 0)
         return NULL;
-    npy_intp n = pair.n, d = pair.d, h_step = pair.first_step, w_step = pair.second_step;
-    const double *h = pair.first, *w = pair.second;
+    npy_intp n = pair.n, d = pair.d;
     PyObject *out = PyArray_SimpleNew(1, &n, NPY_BOOL);
     double *work = PyMem_Malloc(sizeof(double) * (size_t)(3 * d * d + d));
     if (out == NULL || work == NULL) {
@@ -248,35 +286,10 @@ static PyObject *above_of(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
     npy_bool *result = (npy_bool *)PyArray_DATA((PyArrayObject *)out);
-    double *left = work, *m = left + d * d, *sym = m + d * d, *vals = sym + d * d;
     int finite = 1;
-    for (npy_intp i = 0; finite && i < n; i++) {
-        const double *wi = w + i * w_step;
-        /* Wᵀ H (W read transposed), then (Wᵀ H) W */
-        matmul_with(&matmul_loop, wi, D, d * D, d, d, h + i * h_step, d * D, D, d, 0, left);
-        matmul_with(&matmul_loop, left, d * D, D, d, d, wi, d * D, D, d, 0, m);
-        for (npy_intp a = 0; a < d; a++)
-            for (npy_intp b = 0; b < d; b++) {
-                double value = m[a * d + b] + m[b * d + a];
-                sym[a * d + b] = value * 0.5;
-            }
-        double bound = -INFINITY, scale = 0.0;
-        for (npy_intp a = 0; a < d; a++) {
-            double row, high = sym[a * d + a] + radius(sym, d, a, &row);
-            bound = high > bound || isnan(high) ? high : bound;
-            scale = row > scale || isnan(row) ? row : scale;
-        }
-        if (scale < LARGEST && bound < above - MARGIN * (scale + fabs(above))) {
-            result[i] = 0;
-            continue;
-        }
-        char *loop_args[2] = {(char *)sym, (char *)vals};
-        npy_intp dimensions[2] = {1, d};
-        npy_intp steps[5] = {0, 0, d * D, D, D};
-        eigvalsh_loop.function(loop_args, dimensions, steps, eigvalsh_loop.data);
-        finite = all_finite(vals, d);
-        result[i] = vals[d - 1] > above;
-    }
+    for (npy_intp i = 0; finite && i < n; i++)
+        finite = above_one(pair.first + i * pair.first_step, pair.second + i * pair.second_step,
+                           d, above, work, result + i);
     PyMem_Free(work);
     if (!finite) {
         Py_DECREF(out);
@@ -537,6 +550,35 @@ static PyObject *inverse_norms_of(PyObject *self, PyObject *args)
     return out;
 }
 
+/* One trial's UCB action on the K×d arms: argmax of x·centre + β·‖x‖_{H_prev⁻¹}, after
+ * elimination by θ_w with widths width_scale·‖x‖_{V⁻¹} where `eliminating`
+ * (`PrivateGLMLockstep.numpy_ucb`; `work`: Kd + 5K doubles). */
+static npy_intp ucb_action(const double *arms, npy_intp K, npy_intp d, const double *hp_vecs,
+                           const double *hp_vals, const double *centre, double beta,
+                           int eliminating, const double *v_vecs, const double *v_vals,
+                           const double *theta_w, double width_scale, double *work)
+{
+    double *p = work, *bonus = p + K * d, *score = bonus + K, *width = score + K;
+    double *centre_w = width + K, *low = centre_w + K;
+    /* β·‖x‖_{H_prev⁻¹} + x·(θ_w + θ_τ)/2 */
+    inverse_norms(arms, K, d, hp_vecs, hp_vals, p, bonus, 1);
+    matmul_with(&matmul_loop, arms, d * D, D, K, d, centre, D, 0, 1, 1, score);
+    for (npy_intp k = 0; k < K; k++)
+        score[k] = score[k] + bonus[k] * beta;
+    if (eliminating) { /* elimination by θ_w: keep x·θ_w + w ≥ max(x·θ_w − w) */
+        inverse_norms(arms, K, d, v_vecs, v_vals, p, width, 1);
+        matmul_with(&matmul_loop, arms, d * D, D, K, d, theta_w, D, 0, 1, 1, centre_w);
+        for (npy_intp k = 0; k < K; k++) {
+            width[k] = width_scale * width[k];
+            low[k] = centre_w[k] - width[k];
+        }
+        double top = nan_max(low, K);
+        for (npy_intp k = 0; k < K; k++)
+            score[k] = centre_w[k] + width[k] >= top ? score[k] : -INFINITY;
+    }
+    return first_argmax(score, K);
+}
+
 /*
  * ucb(arms, hp_vals, hp_vecs, centre, beta, eliminating, v_vals, v_vecs, theta_w, width_scale,
  *     rows) → intp array
@@ -596,30 +638,11 @@ static PyObject *ucb(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     }
     npy_intp *best = (npy_intp *)PyArray_DATA((PyArrayObject *)out);
-    double *p = work, *bonus = p + K * d, *score = bonus + K, *width = score + K;
-    double *centre_w = width + K, *low = centre_w + K;
-    for (npy_intp i = 0, j = 0; i < n; i++) {
-        if (chosen_rows != NULL && !chosen_rows[i])
-            continue;
-        /* β·‖x‖_{H_prev⁻¹} + x·(θ_w + θ_τ)/2 */
-        inverse_norms(arms, K, d, hp_vecs + i * hp_step, hp_vals + i * d, p, bonus, 1);
-        matmul_with(&matmul_loop, arms, d * D, D, K, d, centre + i * d, D, 0, 1, 1, score);
-        for (npy_intp k = 0; k < K; k++)
-            score[k] = score[k] + bonus[k] * beta;
-        if (eliminating[i]) { /* elimination by θ_w: keep x·θ_w + w ≥ max(x·θ_w − w) */
-            inverse_norms(arms, K, d, v_vecs + i * v_step, v_vals + i * d, p, width, 1);
-            matmul_with(&matmul_loop, arms, d * D, D, K, d, theta_w + i * d, D, 0, 1, 1,
-                        centre_w);
-            for (npy_intp k = 0; k < K; k++) {
-                width[k] = width_scale * width[k];
-                low[k] = centre_w[k] - width[k];
-            }
-            double top = nan_max(low, K);
-            for (npy_intp k = 0; k < K; k++)
-                score[k] = centre_w[k] + width[k] >= top ? score[k] : -INFINITY;
-        }
-        best[j++] = first_argmax(score, K);
-    }
+    for (npy_intp i = 0, j = 0; i < n; i++)
+        if (chosen_rows == NULL || chosen_rows[i])
+            best[j++] = ucb_action(arms, K, d, hp_vecs + i * hp_step, hp_vals + i * d,
+                                   centre + i * d, beta, eliminating[i], v_vecs + i * v_step,
+                                   v_vals + i * d, theta_w + i * d, width_scale, work);
     PyMem_Free(work);
     return out;
 }
@@ -677,7 +700,447 @@ static PyObject *cover_sums(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* ---- Private-GLM's rounds in lockstep ---------------------------------------------- */
+
+enum { PAPER, STRICT, AB8FD16 }; /* the accounting and code state the rounds follow */
+
+/* A `StackedTrees` as the rounds read and advance it. */
+typedef struct {
+    double *prefix;        /* the prefix sums (n, d, d) */
+    double *node_sums;     /* ab8fd16's node sums (n, nodes + 1, d, d), or NULL */
+    const double *cover;   /* the cover noise at every count (n, T + 1, d, d) */
+    const npy_intp *index; /* with node sums: the nodes summed at every count (T + 1, width) */
+    npy_intp d, node_step, cover_step, width, count, horizon, height;
+    double shift, floor;
+} Tree;
+
+/* A writable `doubles`. */
+static double *writable(PyObject *object, const char *name, int ndim, const npy_intp *shape)
+{
+    const double *data = doubles(object, name, ndim, shape);
+    if (data != NULL && !PyArray_ISWRITEABLE((PyArrayObject *)object)) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be writeable", name);
+        return NULL;
+    }
+    return (double *)data;
+}
+
+/* A C-contiguous native array of n values of the type `type` (NPY_BOOL, NPY_INT64). */
+static void *flat(PyObject *object, const char *name, int type, npy_intp n, int write)
+{
+    PyArrayObject *a = (PyArrayObject *)object;
+    if (PyArray_Check(object) && PyArray_TYPE(a) == type && PyArray_NDIM(a) == 1
+            && PyArray_DIM(a, 0) == n && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a)
+            && PyArray_ISNOTSWAPPED(a) && (!write || PyArray_ISWRITEABLE(a)))
+        return PyArray_DATA(a);
+    PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-contiguous%s %s array of "
+                 "the stacks' length", name, write ? " writeable" : "",
+                 type == NPY_BOOL ? "bool" : "int64");
+    return NULL;
+}
+
+/* The tree (prefix, node sums or None, index or None, cover, count, shift, floor) of n
+ * trials' d×d matrices (`StackedTrees.kernel_state`). */
+static int tree_of(PyObject *object, const char *name, npy_intp n, npy_intp d, Tree *tree)
+{
+    PyObject *prefix_obj, *nodes_obj, *index_obj, *cover_obj;
+    Py_ssize_t count;
+    if (!PyTuple_Check(object)
+            || !PyArg_ParseTuple(object, "OOOOndd", &prefix_obj, &nodes_obj, &index_obj,
+                                 &cover_obj, &count, &tree->shift, &tree->floor)) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a tuple (prefix, node sums, "
+                     "index, cover, count, shift, floor)", name);
+        return -1;
+    }
+    if (!PyArray_Check(cover_obj) || PyArray_NDIM((PyArrayObject *)cover_obj) != 4) {
+        PyErr_Format(PyExc_ValueError, "%s's cover is not allowed; must be a float64 (n, T + 1, "
+                     "d, d)", name);
+        return -1;
+    }
+    tree->d = d;
+    tree->horizon = PyArray_DIM((PyArrayObject *)cover_obj, 1) - 1;
+    tree->height = 1;
+    while (((npy_intp)1 << (tree->height - 1)) < tree->horizon)
+        tree->height++; /* ⌈log2 T⌉ + 1 (`tree_height`) */
+    npy_intp cover_shape[4] = {n, tree->horizon + 1, d, d}, prefix_shape[3] = {n, d, d};
+    if ((tree->cover = doubles(cover_obj, "cover", 4, cover_shape)) == NULL
+            || (tree->prefix = writable(prefix_obj, "prefix", 3, prefix_shape)) == NULL)
+        return -1;
+    tree->cover_step = (tree->horizon + 1) * d * d;
+    tree->count = count;
+    if (count < 0 || count > tree->horizon) {
+        PyErr_Format(PyExc_ValueError, "%s's count %zd is not allowed; must be in 0 ... %zd",
+                     name, count, (Py_ssize_t)tree->horizon);
+        return -1;
+    }
+    tree->node_sums = NULL;
+    tree->index = NULL;
+    tree->width = 0;
+    if (nodes_obj == Py_None)
+        return 0;
+    npy_intp nodes = ((npy_intp)1 << tree->height) - 1, shape[4] = {n, nodes + 1, d, d};
+    if ((tree->node_sums = writable(nodes_obj, "node sums", 4, shape)) == NULL)
+        return -1;
+    tree->node_step = (nodes + 1) * d * d;
+    PyArrayObject *index = (PyArrayObject *)index_obj;
+    if (!PyArray_Check(index_obj) || PyArray_TYPE(index) != NPY_INTP || PyArray_NDIM(index) != 2
+            || PyArray_DIM(index, 0) != tree->horizon + 1 || !PyArray_IS_C_CONTIGUOUS(index)
+            || !PyArray_ISALIGNED(index) || !PyArray_ISNOTSWAPPED(index)) {
+        PyErr_Format(PyExc_ValueError, "%s's index is not allowed; must be a C-ordered intp "
+                     "array (T + 1, width) with the node sums", name);
+        return -1;
+    }
+    tree->index = PyArray_DATA(index);
+    tree->width = PyArray_DIM(index, 1);
+    for (npy_intp k = 0; k < (tree->horizon + 1) * tree->width; k++)
+        if (tree->index[k] < 0 || tree->index[k] > nodes) {
+            PyErr_Format(PyExc_ValueError, "node %zd is not allowed; must be in 0 ... %zd",
+                         (Py_ssize_t)tree->index[k], (Py_ssize_t)nodes);
+            return -1;
+        }
+    return 0;
+}
+
+/* Whether heap node `node` is `leaf` or one of its ancestors. */
+static int on_path(npy_intp node, npy_intp leaf)
+{
+    while (leaf > node)
+        leaf >>= 1;
+    return leaf == node;
+}
+
+/* Trial i's data sum at the tree's next count into `total` (`StackedTrees._data_sum` after
+ * `advance`), with the leaf `pending` added as `advance` adds it (NULL: no leaf); its release
+ * 0.5·(S + Sᵀ) + shift·I, S = data sum + cover noise, into `out` (`sum`: d² scratch). */
+static void next_release(const Tree *tree, npy_intp i, const double *pending, double *total,
+                         double *sum, double *out)
+{
+    npy_intp d = tree->d, dd = d * d, count = tree->count + 1;
+    if (tree->node_sums == NULL) {
+        const double *prefix = tree->prefix + i * dd;
+        for (npy_intp e = 0; e < dd; e++)
+            total[e] = pending == NULL ? prefix[e] : prefix[e] + pending[e];
+    } else { /* node sums at the count's nodes, from zero in their order */
+        const double *node_sums = tree->node_sums + i * tree->node_step;
+        npy_intp leaf = ((npy_intp)1 << (tree->height - 1)) + count - 1;
+        for (npy_intp e = 0; e < dd; e++)
+            total[e] = 0.0;
+        for (npy_intp j = 0; j < tree->width; j++) {
+            npy_intp node = tree->index[count * tree->width + j];
+            if (node == 0)
+                continue;
+            const double *node_sum = node_sums + node * dd;
+            if (pending != NULL && on_path(node, leaf))
+                for (npy_intp e = 0; e < dd; e++)
+                    total[e] = total[e] + (node_sum[e] + pending[e]);
+            else
+                for (npy_intp e = 0; e < dd; e++)
+                    total[e] = total[e] + node_sum[e];
+        }
+    }
+    symmetrised(total, tree->cover + i * tree->cover_step + count * dd, tree->shift, d, sum, out);
+}
+
+/* Trial i's leaf added for good (`StackedTrees.advance`): to the prefix sum and to the node
+ * sums of its path. */
+static void add_leaf(Tree *tree, npy_intp i, const double *pending)
+{
+    npy_intp dd = tree->d * tree->d;
+    double *prefix = tree->prefix + i * dd;
+    for (npy_intp e = 0; e < dd; e++)
+        prefix[e] = prefix[e] + pending[e];
+    if (tree->node_sums == NULL)
+        return;
+    double *node_sums = tree->node_sums + i * tree->node_step;
+    for (npy_intp node = ((npy_intp)1 << (tree->height - 1)) + tree->count; node > 0;
+         node >>= 1) /* the leaf of count + 1, then its ancestors */
+        for (npy_intp e = 0; e < dd; e++)
+            node_sums[node * dd + e] = node_sums[node * dd + e] + pending[e];
+}
+
+/* Every array and constant the rounds read and write (`PrivateGLMLockstep`). */
+typedef struct {
+    npy_intp n, d, K, T;
+    const double *arms, *rewards, *regrets; /* (T, K, d), (n, T, K), (n, T, K) */
+    double *regret, *reward;                /* (n, T) */
+    npy_int64 *chosen;                      /* (n, T) */
+    double *v_vals, *v_vecs, *h_cur, *znw_x, *znw_y, *logdet_cur;
+    const double *hp_vals, *hp_vecs, *hp_white, *centre, *theta_w, *logdet_prev;
+    const npy_bool *eliminating, *stop2, *stop1;
+    npy_int64 *n_nw;
+    const npy_int64 *n1;
+    Tree vtree, htree, counter;
+    int mode, link;
+    double thr_w, switch_above, beta, width_scale, log_det_ratio, snap_grid, count_margin;
+    Loop expit;
+} Rounds;
+
+/* Scratch of a call: a round's releases, V's eigen-decompositions, the H sums and leaves. */
+typedef struct {
+    double *raw, *vals, *vecs, *h_new, *totals, *leaves, *z, *scratch, *norms, *work;
+    npy_intp *best;
+} Scratch;
+
+/* Whether trial i's Criterion II switches, or cannot be decided here (numpy's calls raise
+ * or say): then the round is left to the driver. */
+static int switch_due(const Rounds *r, npy_intp i, double *work)
+{
+    if (r->stop2[i])
+        return 0;
+    if (r->mode == AB8FD16) /* max log det H_cur ≥ ln 2 + max log det H_prev */
+        return !(r->logdet_cur[i] < r->log_det_ratio + r->logdet_prev[i]);
+    npy_intp dd = r->d * r->d;
+    npy_bool above;
+    return !above_one(r->h_cur + i * dd, r->hp_white + i * dd, r->d, r->switch_above, work,
+                      &above) || above;
+}
+
+/* ln |det a| where its sign is > 0, else −∞ (`slogdet_stack`, then np.where). */
+static double logdet_of(const double *a, npy_intp d)
+{
+    double sign, value;
+    char *args[3] = {(char *)a, (char *)&sign, (char *)&value};
+    npy_intp dimensions[2] = {1, d}, steps[5] = {0, 0, 0, d * D, D};
+    slogdet_loop.function(args, dimensions, steps, slogdet_loop.data);
+    return sign > 0 ? value : -INFINITY;
+}
+
+/* Round t if it is a cold round (no trial has a Criterion-I arm) in which no trial switches,
+ * releases a non-finite V or an H short of its floor (or too close to say) or, strict, starts
+ * a θ_w fit: played as `select` then `update` play it, 1 returned; else 0, nothing changed. */
+static int cold_round(Rounds *r, npy_intp t, Scratch *s)
+{
+    npy_intp n = r->n, d = r->d, K = r->K, dd = d * d;
+    const double *arms = r->arms + t * K * d;
+    if (r->vtree.count >= r->vtree.horizon || r->htree.count >= r->htree.horizon
+            || (r->mode == STRICT && r->counter.count >= r->counter.horizon))
+        return 0; /* `advance` raises */
+    if (r->mode == STRICT) /* Criterion II first, in every round */
+        for (npy_intp i = 0; i < n; i++)
+            if (switch_due(r, i, s->work))
+                return 0;
+    for (npy_intp i = 0; i < n; i++) { /* Criterion I */
+        inverse_norms(arms, K, d, r->v_vecs + i * dd, r->v_vals + i * d, s->work, s->norms, 0);
+        npy_intp best = first_argmax(s->norms, K);
+        if (s->norms[best] > r->thr_w)
+            return 0;
+    }
+    for (npy_intp i = 0; i < n; i++) /* V's release, no leaf */
+        next_release(&r->vtree, i, NULL, s->totals, s->work, s->raw + i * dd);
+    char *eigh_args[3] = {(char *)s->raw, (char *)s->vals, (char *)s->vecs};
+    npy_intp dimensions[2] = {n, d};
+    npy_intp steps[8] = {dd * D, d * D, dd * D, d * D, D, D, d * D, D};
+    eigh_loop.function(eigh_args, dimensions, steps, eigh_loop.data);
+    if (!all_finite(s->vals, n * d))
+        return 0;
+    char *max_args[3] = {(char *)s->vals, (char *)&r->vtree.floor, (char *)s->vals};
+    npy_intp count = n * d, max_steps[3] = {D, 0, D};
+    maximum_loop.function(max_args, &count, max_steps, maximum_loop.data);
+    if (r->mode != STRICT)
+        for (npy_intp i = 0; i < n; i++)
+            if (switch_due(r, i, s->work))
+                return 0;
+    for (npy_intp i = 0; i < n; i++) /* the UCB action, then the leaf w·xxᵀ, w = μ̇(x·θ_w)/e */
+        s->best[i] = ucb_action(arms, K, d, r->hp_vecs + i * dd, r->hp_vals + i * d,
+                                r->centre + i * d, r->beta, r->eliminating[i], s->vecs + i * dd,
+                                s->vals + i * d, r->theta_w + i * d, r->width_scale, s->work);
+    for (npy_intp i = 0; i < n; i++)
+        matmul_with(&matmul_loop, arms + s->best[i] * d, d * D, D, 1, d, r->theta_w + i * d, D,
+                    0, 1, 1, s->z + i); /* x·θ_w, numpy's 1-d @ 1-d */
+    link_dot(r->link, &r->expit, &exp_loop, s->z, s->scratch, n);
+    for (npy_intp i = 0; i < n; i++) {
+        const double *x = arms + s->best[i] * d;
+        double w = s->z[i] / M_E, *leaf = s->leaves + i * dd;
+        for (npy_intp a = 0; a < d; a++)
+            for (npy_intp b = 0; b < d; b++)
+                leaf[a * d + b] = (x[a] * x[b]) * w;
+        if (r->snap_grid > 0) /* on the grid γ of exact noise (`ExactNoise.snap`) */
+            for (npy_intp e = 0; e < dd; e++)
+                if (!(fabs(leaf[e]) >= 0x1p53 * r->snap_grid))
+                    leaf[e] = rint(leaf[e] / r->snap_grid) * r->snap_grid;
+        next_release(&r->htree, i, leaf, s->totals, s->work, s->h_new + i * dd);
+        if (above_floor(s->h_new + i * dd, d, r->htree.floor) != 1)
+            return 0; /* short of the floor, or too close to say: `repaired` */
+    }
+    if (r->mode == STRICT) /* the counter's release, no sample collected */
+        for (npy_intp i = 0; i < n; i++) {
+            double released;
+            next_release(&r->counter, i, NULL, s->work, s->work + 1, &released);
+            if (!r->stop1[i] && released - r->count_margin >= (double)(r->n1[i] + 1))
+                return 0;
+        }
+    /* the round is played: commit it */
+    memcpy(r->v_vals, s->vals, sizeof(double) * (size_t)(n * d));
+    memcpy(r->v_vecs, s->vecs, sizeof(double) * (size_t)(n * dd));
+    memcpy(r->h_cur, s->h_new, sizeof(double) * (size_t)(n * dd));
+    r->vtree.count++;
+    for (npy_intp i = 0; i < n; i++) {
+        npy_intp arm = s->best[i];
+        add_leaf(&r->htree, i, s->leaves + i * dd);
+        double reward = r->rewards[(i * r->T + t) * K + arm];
+        r->chosen[i * r->T + t] = arm;
+        r->reward[i * r->T + t] = reward;
+        r->regret[i * r->T + t] = r->regrets[(i * r->T + t) * K + arm];
+        npy_int64 slot = r->n_nw[i]++;
+        memcpy(r->znw_x + (i * r->T + slot) * d, arms + arm * d, sizeof(double) * (size_t)d);
+        r->znw_y[i * r->T + slot] = reward;
+        if (r->mode == AB8FD16) {
+            double logdet = logdet_of(r->h_cur + i * dd, d);
+            r->logdet_cur[i] = logdet > r->logdet_cur[i] ? logdet : r->logdet_cur[i];
+        }
+    }
+    r->htree.count++;
+    r->counter.count++;
+    return 1;
+}
+
+static void free_scratch(Scratch *s)
+{
+    PyMem_Free(s->raw);
+    PyMem_Free(s->best);
+}
+
+static int make_scratch(Scratch *s, npy_intp n, npy_intp d, npy_intp K)
+{
+    npy_intp dd = d * d, work = K * d + 5 * K > 3 * dd + d ? K * d + 5 * K : 3 * dd + d;
+    s->raw = PyMem_Malloc(sizeof(double) * (size_t)(4 * n * dd + dd + n * d + 2 * n + K + work));
+    s->best = PyMem_Malloc(sizeof(npy_intp) * (size_t)n);
+    if (s->raw == NULL || s->best == NULL) {
+        free_scratch(s);
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->vecs = s->raw + n * dd;
+    s->h_new = s->vecs + n * dd;
+    s->leaves = s->h_new + n * dd;
+    s->totals = s->leaves + n * dd;
+    s->vals = s->totals + dd;
+    s->z = s->vals + n * d;
+    s->scratch = s->z + n;
+    s->norms = s->scratch + n;
+    s->work = s->norms + K; /* also the counter's release, 2 doubles */
+    return 0;
+}
+
+/* The driver's state tuple, checked into `r`. */
+static int state_of(PyObject *state, npy_intp rounds, Rounds *r)
+{
+    PyObject *o[17];
+    if (!PyTuple_Check(state)
+            || !PyArg_ParseTuple(state, "OOOOOOOOOOOOOOOOO", &o[0], &o[1], &o[2], &o[3], &o[4],
+                                 &o[5], &o[6], &o[7], &o[8], &o[9], &o[10], &o[11], &o[12],
+                                 &o[13], &o[14], &o[15], &o[16])) {
+        PyErr_SetString(PyExc_ValueError, "state is not allowed; must be the driver's tuple of "
+                        "17 arrays");
+        return -1;
+    }
+    npy_intp n = r->n, d = r->d, nd[2] = {n, d}, ndd[3] = {n, d, d}, ntd[3] = {n, r->T, d};
+    npy_intp nt[2] = {n, r->T}, just_n[1] = {n};
+    if ((r->v_vals = writable(o[0], "v_vals", 2, nd)) == NULL
+            || (r->v_vecs = writable(o[1], "v_vecs", 3, ndd)) == NULL
+            || (r->h_cur = writable(o[2], "h_cur", 3, ndd)) == NULL
+            || (r->hp_vals = doubles(o[3], "hp_vals", 2, nd)) == NULL
+            || (r->hp_vecs = doubles(o[4], "hp_vecs", 3, ndd)) == NULL
+            || (r->hp_white = doubles(o[5], "hp_white", 3, ndd)) == NULL
+            || (r->centre = doubles(o[6], "centre", 2, nd)) == NULL
+            || (r->theta_w = doubles(o[7], "theta_w", 2, nd)) == NULL
+            || (r->eliminating = flat(o[8], "eliminating", NPY_BOOL, n, 0)) == NULL
+            || (r->stop2 = flat(o[9], "stop2", NPY_BOOL, n, 0)) == NULL
+            || (r->znw_x = writable(o[10], "znw_x", 3, ntd)) == NULL
+            || (r->znw_y = writable(o[11], "znw_y", 2, nt)) == NULL
+            || (r->n_nw = flat(o[12], "n_nw", NPY_INT64, n, 1)) == NULL)
+        return -1;
+    for (npy_intp i = 0; i < n; i++) /* a round adds a row of Z_nw */
+        if (r->n_nw[i] < 0 || r->n_nw[i] > r->T - rounds) {
+            PyErr_Format(PyExc_ValueError, "n_nw %lld is not allowed; must be in 0 ... %zd (a "
+                         "free row of znw for each round)", (long long)r->n_nw[i],
+                         (Py_ssize_t)(r->T - rounds));
+            return -1;
+        }
+    if (r->mode == AB8FD16
+            && ((r->logdet_cur = writable(o[13], "logdet_cur", 1, just_n)) == NULL
+                || (r->logdet_prev = doubles(o[14], "logdet_prev", 1, just_n)) == NULL))
+        return -1;
+    if (r->mode == STRICT && ((r->n1 = flat(o[15], "n1", NPY_INT64, n, 0)) == NULL
+                              || (r->stop1 = flat(o[16], "stop1", NPY_BOOL, n, 0)) == NULL))
+        return -1;
+    return 0;
+}
+
+/*
+ * private_glm_rounds(t, stop, tables, state, trees, constants, expit) → the next round
+ */
+static PyObject *private_glm_rounds(PyObject *self, PyObject *args)
+{
+    Py_ssize_t t, stop;
+    PyObject *arms_o, *rewards_o, *regrets_o, *regret_o, *reward_o, *chosen_o, *state;
+    PyObject *vtree_o, *htree_o, *counter_o, *expit_o;
+    Rounds r;
+    memset(&r, 0, sizeof r);
+    if (!PyArg_ParseTuple(args, "nn(OOOOOO)O(OOO)(iiddddddd)O:private_glm_rounds", &t, &stop,
+                          &arms_o, &rewards_o, &regrets_o, &regret_o, &reward_o, &chosen_o,
+                          &state, &vtree_o, &htree_o, &counter_o, &r.mode, &r.link, &r.thr_w,
+                          &r.switch_above, &r.beta, &r.width_scale, &r.log_det_ratio,
+                          &r.snap_grid, &r.count_margin, &expit_o))
+        return NULL;
+    if (r.mode < PAPER || r.mode > AB8FD16) {
+        PyErr_Format(PyExc_ValueError, "mode = %d is not allowed; must be 0 (paper), 1 (strict) "
+                     "or 2 (ab8fd16)", r.mode);
+        return NULL;
+    }
+    npy_intp any3[3] = {-1, -1, -1};
+    if ((r.arms = doubles(arms_o, "arms", 3, any3)) == NULL || link_kind(r.link) < 0)
+        return NULL;
+    r.T = PyArray_DIM((PyArrayObject *)arms_o, 0);
+    r.K = PyArray_DIM((PyArrayObject *)arms_o, 1);
+    r.d = PyArray_DIM((PyArrayObject *)arms_o, 2);
+    if (!PyArray_Check(rewards_o) || PyArray_NDIM((PyArrayObject *)rewards_o) != 3) {
+        PyErr_SetString(PyExc_ValueError, "rewards is not allowed; must be a float64 (n, T, K)");
+        return NULL;
+    }
+    r.n = PyArray_DIM((PyArrayObject *)rewards_o, 0);
+    npy_intp ntk[3] = {r.n, r.T, r.K}, nt[2] = {r.n, r.T};
+    if ((r.rewards = doubles(rewards_o, "rewards", 3, ntk)) == NULL
+            || (r.regrets = doubles(regrets_o, "regrets", 3, ntk)) == NULL
+            || (r.regret = writable(regret_o, "regret", 2, nt)) == NULL
+            || (r.reward = writable(reward_o, "reward", 2, nt)) == NULL)
+        return NULL;
+    PyArrayObject *chosen = (PyArrayObject *)chosen_o;
+    if (!PyArray_Check(chosen_o) || PyArray_TYPE(chosen) != NPY_INT64 || PyArray_NDIM(chosen) != 2
+            || PyArray_DIM(chosen, 0) != r.n || PyArray_DIM(chosen, 1) != r.T
+            || !PyArray_IS_C_CONTIGUOUS(chosen) || !PyArray_ISWRITEABLE(chosen)) {
+        PyErr_SetString(PyExc_ValueError, "chosen is not allowed; must be a C-contiguous "
+                        "writeable int64 array (n, T)");
+        return NULL;
+    }
+    r.chosen = PyArray_DATA(chosen);
+    if (t < 0 || stop < t || stop > r.T) {
+        PyErr_Format(PyExc_ValueError, "rounds %zd ... %zd are not allowed; must lie in 0 ... %zd",
+                     t, stop, (Py_ssize_t)r.T);
+        return NULL;
+    }
+    if (state_of(state, stop - t, &r) < 0 || tree_of(vtree_o, "vtree", r.n, r.d, &r.vtree) < 0
+            || tree_of(htree_o, "htree", r.n, r.d, &r.htree) < 0
+            || (r.mode == STRICT && tree_of(counter_o, "counter", r.n, 1, &r.counter) < 0))
+        return NULL;
+    if (r.link == LOGISTIC && ufunc_loop(expit_o, "expit", 1, 1, &r.expit) < 0)
+        return NULL;
+    Scratch s;
+    if (make_scratch(&s, r.n, r.d, r.K) < 0)
+        return NULL;
+    while (t < stop && cold_round(&r, t, &s))
+        t++;
+    free_scratch(&s);
+    return PyLong_FromSsize_t(t);
+}
+
 static PyMethodDef methods[] = {
+    {"private_glm_rounds", private_glm_rounds, METH_VARARGS,
+     "private_glm_rounds(t, stop, (arms, rewards, regrets, regret, reward, chosen), state, "
+     "(vtree, htree, counter), (mode, link, thr_w, switch_above, beta, width_scale, "
+     "log_det_ratio, snap_grid, count_margin), expit) -> int: Private-GLM's lockstep rounds "
+     "t, t + 1, ... before stop played while every trial's round is cold and uneventful "
+     "(`PrivateGLMLockstep.play_rounds`); the first round not played."},
     {"release", release, METH_VARARGS,
      "release(data, cover, shift, floor) -> (raw, short): every tree's release "
      "0.5·(S + Sᵀ) + shift·I, S = data + cover, and whether its Gershgorin discs leave it "
@@ -733,6 +1196,7 @@ PyMODINIT_FUNC PyInit__stacked(void)
                               {"numpy", "minimum", 2, 1, &minimum_loop},
                               {"numpy", "exp", 1, 1, &exp_loop},
                               {linalg, "eigh_lo", 1, 2, &eigh_loop},
-                              {linalg, "eigvalsh_lo", 1, 1, &eigvalsh_loop}};
-    return find_loops(loops, 7) < 0 ? NULL : PyModule_Create(&module);
+                              {linalg, "eigvalsh_lo", 1, 1, &eigvalsh_loop},
+                              {linalg, "slogdet", 1, 2, &slogdet_loop}};
+    return find_loops(loops, 8) < 0 ? NULL : PyModule_Create(&module);
 }

@@ -126,11 +126,17 @@ def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
     regret = np.empty((len(envs), horizon))
     reward = np.empty((len(envs), horizon))
     actions = np.empty((len(envs), horizon), dtype=np.int64)
-    arms_at = _arm_source(policies[0], envs[0])
+    prepared, table = _prepared_tables(policies[0], envs[0])
+    arms_at = _arm_source(policies[0], envs[0], prepared)
     pulls = [env.pull for env in envs]
     tables = _stacked_outcomes(envs, horizon)
     trials = np.arange(len(envs))
-    for t in range(horizon):
+    t = 0
+    while t < horizon:
+        if tables is not None and table is not None:  # the stretches it plays at once
+            t = lockstep.play_rounds(t, horizon, table, tables, (regret, reward, actions))
+            if t == horizon:
+                break
         arms = arms_at(t)
         chosen = lockstep.select(t, arms)
         actions[:, t] = chosen
@@ -141,6 +147,7 @@ def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
             reward[:, t] = tables[0][trials, t, chosen]
             regret[:, t] = tables[1][trials, t, chosen]
         lockstep.update(t, arms[chosen], reward[:, t])
+        t += 1
     lockstep.close()
     return regret, reward, actions
 
@@ -162,13 +169,24 @@ def _stacked_outcomes(envs: Sequence[RoundEnvironment], horizon: int
             np.stack(regrets).astype(float, copy=False))
 
 
-def _arm_source(policy: Policy, env: RoundEnvironment) -> Callable[[int], np.ndarray]:
-    """Round t → the arms the policy sees (a pre-drawn table is prepared once, up front)."""
-    table = env.contexts
-    if isinstance(table, np.ndarray) and table.ndim == 3 and len(table) >= env.horizon:
-        prepared = policy.prepare_table(table[: env.horizon])
-        if prepared is not None:
-            return prepared.__getitem__
+def _prepared_tables(policy: Policy, env: RoundEnvironment
+                     ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The pre-drawn arm table covering the horizon, prepared once (`prepare_table`; None
+    where the policy prepares nothing), and the table as the policy acts on it (the prepared
+    one, or the table itself); (None, None) without such a table."""
+    table, horizon = getattr(env, "contexts", None), env.horizon
+    if not isinstance(table, np.ndarray) or table.ndim != 3 or len(table) < horizon:
+        return None, None
+    prepared = policy.prepare_table(table[:horizon])
+    return prepared, table[:horizon] if prepared is None else prepared
+
+
+def _arm_source(policy: Policy, env: RoundEnvironment,
+                prepared: np.ndarray | None) -> Callable[[int], np.ndarray]:
+    """Round t → the arms the policy sees: rows of the table prepared up front
+    (`_prepared_tables`), else each round's arms prepared."""
+    if prepared is not None:
+        return prepared.__getitem__
     prepare, arms = policy.prepare_arms, env.arms
     return lambda t: prepare(arms(t))
 
@@ -201,15 +219,11 @@ def outcome_tables(policy: Policy, env: RoundEnvironment) -> OutcomeTables | Non
     or where `outcome_tables` comes from another class than `pull` (a subclass that pulls
     otherwise and did not say what its outcomes are)."""
     horizon = env.horizon
-    table = getattr(env, "contexts", None)
     outcomes = _declared_outcomes(env)
-    if (outcomes is None or not isinstance(table, np.ndarray) or table.ndim != 3
-            or len(table) < horizon):
-        return None
-    arms = policy.prepare_table(table[:horizon])
+    arms = None if outcomes is None else _prepared_tables(policy, env)[1]
     if arms is None:
-        arms = table[:horizon]
-    shape = (horizon, table.shape[1])
+        return None
+    shape = arms.shape[:2]
     rewards, regrets = (np.ascontiguousarray(o[:horizon], dtype=float) for o in outcomes)
     # the arms as the round loop sees them: a copy in another layout could change xᵀθ's bits
     if (rewards.shape != shape or regrets.shape != shape or arms.dtype != np.float64
@@ -239,7 +253,8 @@ def _select_update_loop(policy: Policy, env: RoundEnvironment
     regret = np.empty(horizon)
     reward = np.empty(horizon)
     actions = np.empty(horizon, dtype=np.int64)
-    arms_at, select, update, pull = _arm_source(policy, env), policy.select, policy.update, env.pull
+    arms_at = _arm_source(policy, env, _prepared_tables(policy, env)[0])
+    select, update, pull = policy.select, policy.update, env.pull
     for t in range(horizon):
         arms = arms_at(t)
         index = int(select(t, arms))

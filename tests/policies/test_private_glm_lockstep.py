@@ -124,6 +124,114 @@ def test_a_changed_bit_is_caught(monkeypatch) -> None:
     assert together != alone
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("family", ["logistic", "probit"])
+def test_the_compiled_rounds_play_the_cold_rounds_and_leave_the_others(
+        mode: str, family: str, monkeypatch) -> None:
+    """`play_rounds` plays stretches of cold rounds in one call and stops before a warm
+    round, a switch or (strict) a θ_w fit, which `select`/`update` play: both kinds occur,
+    and every trial keeps the bits of its own run."""
+    compiled: list[int] = []
+    stepped: list[int] = []
+    play, select = lk.PrivateGLMLockstep.play_rounds, lk.PrivateGLMLockstep.select
+
+    def counted_play(self, t: int, *args) -> int:  # noqa: ANN001, ANN002
+        end = play(self, t, *args)
+        compiled.append(end - t)
+        return end
+
+    monkeypatch.setattr(lk.PrivateGLMLockstep, "play_rounds", counted_play)
+    monkeypatch.setattr(lk.PrivateGLMLockstep, "select",
+                        lambda self, t, arms: stepped.append(t) or select(self, t, arms))
+    together, alone = _lockstep_and_alone(mode, d=3, family=family, horizon=1200)
+    assert together == alone
+    assert sum(compiled) + len(stepped) == 1200
+    assert sum(compiled) > 600 and len(stepped) > 20
+
+
+def test_a_changed_bit_in_the_compiled_rounds_is_caught(monkeypatch) -> None:
+    """Negative control: the compiled rounds given arms one ulp above the table's."""
+    rounds = lk._stacked.private_glm_rounds
+
+    def shifted(t: int, stop: int, tables: tuple, *args) -> int:  # noqa: ANN002
+        arms = np.nextafter(tables[0], np.inf)
+        return rounds(t, stop, (arms, *tables[1:]), *args)
+
+    monkeypatch.setattr(lk._stacked, "private_glm_rounds", shifted)
+    together, alone = _lockstep_and_alone("paper", d=3)
+    assert together != alone
+
+
+class _Captured(Exception):
+    """Raised after a compiled call that played rounds, with its arguments as they were."""
+
+
+def _copied(value: object) -> object:
+    """Arrays copied, in tuples and lists as deep as they go; anything else as it is."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list | tuple):
+        return type(value)(_copied(item) for item in value)
+    return value
+
+
+def _first_call(mode: str, monkeypatch) -> list:
+    """The arguments of a driver's first compiled call that plays rounds (a run of 2 trials,
+    60 rounds), as they were before it: the run stops after it."""
+    rounds = lk._stacked.private_glm_rounds
+
+    def capture(*args) -> int:  # noqa: ANN002
+        before = _copied(list(args))
+        if rounds(*args) > args[0]:
+            raise _Captured(before)
+        return args[0]
+
+    monkeypatch.setattr(lk._stacked, "private_glm_rounds", capture)
+    policies, envs = _trials(mode, trials=2, horizon=60)
+    with pytest.raises(_Captured) as captured:
+        runner.run_trials(policies, envs)
+    monkeypatch.undo()
+    return captured.value.args[0]
+
+
+def _replaced(args: list, where: tuple, value: object) -> list:
+    """`args` with the item at the path `where` (indices into nested tuples) replaced."""
+    if len(where) == 1:
+        return [*args[: where[0]], value, *args[where[0] + 1:]]
+    inner = list(args[where[0]])
+    return _replaced(args, where[:1], tuple(_replaced(inner, where[1:], value)))
+
+
+BAD_CALLS = {  # what is replaced (a path into the arguments), by what, and the error named
+    "t after stop": ((0,), 70, "rounds 70 ... 60 are not allowed"),
+    "mode": ((5, 0), 3, "mode = 3 is not allowed"),
+    "link": ((5, 1), 7, "link = 7 is not allowed"),
+    "int arms": ((2, 0), np.ones((60, 5, 2), dtype=np.int64), "arms is not allowed"),
+    "chosen of floats": ((2, 5), np.zeros((2, 60)), "chosen is not allowed"),
+    "read-only h_cur": ((3, 2), "read-only", "h_cur is not allowed; must be writeable"),
+    "n_nw of int32": ((3, 12), np.zeros(2, dtype=np.int32), "n_nw is not allowed"),
+    "n_nw at the end": ((3, 12), np.array([0, 60]), "n_nw 60 is not allowed"),
+    "tree count": ((4, 0, 4), 61, "vtree's count 61 is not allowed"),
+    "node outside the tree": ((4, 1, 2), "node 999", "node 999 is not allowed"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_CALLS))
+def test_the_compiled_rounds_refuse_other_arguments(case: str, monkeypatch) -> None:
+    where, value, message = BAD_CALLS[case]
+    mode = "ab8fd16" if case == "node outside the tree" else "paper"
+    args = _first_call(mode, monkeypatch)
+    if isinstance(value, str) and value == "read-only":
+        value = args[3][2].copy()
+        value.flags.writeable = False
+    elif isinstance(value, str):
+        value = args[4][1][2].copy()
+        value[5, 0] = 999
+    with pytest.raises(ValueError, match=message):
+        lk._stacked.private_glm_rounds(*_replaced(args, where, value))
+    assert lk._stacked.private_glm_rounds(*args) > args[0]  # control: the call as made plays
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 5, 9])
 def test_stacked_calls_equal_the_calls_of_one_trial(d: int) -> None:
     rng = np.random.default_rng(d)

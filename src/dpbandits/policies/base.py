@@ -159,6 +159,15 @@ class Lockstep:
         """Feed each trial its chosen arm (row i of `chosen`) and its reward."""
         raise NotImplementedError
 
+    def play_rounds(self, t: int, stop: int, arms: np.ndarray,
+                    outcomes: tuple[np.ndarray, np.ndarray],
+                    trace: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+        """Rounds t, t + 1, … before `stop` played at once where the driver can: on the arm
+        table as the trials act on it (T, K, d) and their reward and regret tables (trial,
+        round, arm), filling `trace` (regret, reward, arm; trial × round) with what select →
+        pull → update would. Returns the first round left to `select`/`update` (t: none)."""
+        return t
+
     def close(self) -> None:
         """Leave every policy in the state its own run would have left it in."""
         raise NotImplementedError

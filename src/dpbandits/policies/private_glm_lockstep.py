@@ -1,9 +1,10 @@
 """Private-GLM's trials in lockstep (docs/architecture.md, "Runner"): each round's tree
 releases, eigen-decompositions, Criterion I and II checks, warm-up counter and UCB scores of
 every trial of a shard are one call each on the trials' stacked state (numpy's, or the
-compiled kernels of `_stacked` for the releases and Criterion II). Fits and switches, which a
-trial makes a few times per run, and the bookkeeping of Criterion-I rounds are the policy's own
-methods.
+compiled kernels of `_stacked` for the releases and Criterion II), and stretches of rounds
+without a Criterion-I arm, a switch or a fit are one compiled call (`play_rounds`). Fits and
+switches, which a trial makes a few times per run, and the bookkeeping of Criterion-I rounds
+are the policy's own methods.
 
 Every call gives each trial the bits of its own run: `inverse_norms`, `gen_eig_max_white` and
 the trees' releases (`StackedTrees`) are the policy's own functions applied to stacks, the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from dpbandits import _stacked
+from dpbandits.links import LINK_KINDS, compiled_dot, expit
 from dpbandits.policies.base import Lockstep
 from dpbandits.policies.private_glm import (
     AB8FD16_LOG_DET_RATIO,
@@ -105,6 +107,14 @@ class PrivateGLMLockstep(Lockstep):
         if self.ab8fd16:  # its Criterion II: the running maxima of log det H_cur and H_prev
             self.logdet_cur = np.array([p.logdet_cur for p in policies])
             self.logdet_prev = np.array([p.logdet_prev for p in policies])
+        mode = 1 if self.strict else 2 if self.ab8fd16 else 0  # `_stacked.c`'s
+        tree = first.htree
+        snap_grid = (tree.noise.grid(tree.sigma_node)  # type: ignore[union-attr]
+                     if tree.exact and tree.sigma_node > 0 else 0.0)
+        self.constants = (mode, LINK_KINDS.get(self.link.name, -1), self.thr_w,
+                          self.switch_above, self.beta, self.width_scale,
+                          AB8FD16_LOG_DET_RATIO, snap_grid,
+                          self.count_margin if self.strict else 0.0)
 
     @classmethod
     def build(cls, policies: list[PrivateGLM]) -> PrivateGLMLockstep | None:  # type: ignore[override]
@@ -233,6 +243,35 @@ class PrivateGLMLockstep(Lockstep):
             else:
                 score[mask] = np.where(keep, score[mask], -np.inf)
         return score.argmax(axis=1)
+
+    # ------------------------------------------------------------------ rounds at once
+
+    def play_rounds(self, t: int, stop: int, arms: np.ndarray,
+                    outcomes: tuple[np.ndarray, np.ndarray],
+                    trace: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+        """The rounds from t on in which no trial has a Criterion-I arm, switches, releases a
+        non-finite V or an H to repair or, strict, starts a θ_w fit, in one compiled call
+        (`_stacked.private_glm_rounds`: `select` then `update` of such a round, the same
+        bits); it stops before any other round, which `select`/`update` play."""
+        if not (arms.dtype == np.float64 and arms.flags.c_contiguous and arms.flags.aligned
+                and compiled_dot(self.link)):
+            return t
+        self.v_vals, self.v_vecs, self.h_cur = map(np.ascontiguousarray,
+                                                   (self.v_vals, self.v_vecs, self.h_cur))
+        state = (self.v_vals, self.v_vecs, self.h_cur, self.hp_vals, self.hp_vecs,
+                 self.hp_white, self.centre, self.theta_w, self.eliminating, self.stop2,
+                 self.znw_x, self.znw_y, self.n_nw,
+                 *((self.logdet_cur, self.logdet_prev) if self.ab8fd16 else (None, None)),
+                 *((self.n1, self.stop1) if self.strict else (None, None)))
+        trees = (self.vtree.kernel_state(), self.htree.kernel_state(),
+                 self.counter.kernel_state() if self.strict else None)
+        played = _stacked.private_glm_rounds(t, stop, (arms, *outcomes, *trace), state, trees,
+                                             self.constants, expit) - t
+        if played:
+            for trees in (self.vtree, self.htree, *((self.counter,) if self.strict else ())):
+                trees.count += played
+            self.warm, self.n_warm = np.zeros(len(self.policies), dtype=bool), 0
+        return t + played
 
     # ------------------------------------------------------------------ update
 

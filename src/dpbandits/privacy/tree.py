@@ -598,6 +598,15 @@ class StackedTrees:
             raw[short] = repaired(raw[short], self.floor)
         return raw
 
+    def kernel_state(self) -> tuple:
+        """(prefix, node sums, index, cover, count, shift, floor) for compiled rounds that
+        advance the stack (`_stacked.private_glm_rounds`); ab8fd16's node sums come with the
+        nodes each count sums (`cover_index`), a dyadic tree has None for both."""
+        index = (None if self.node_sums is None
+                 else cover_index(self.horizon, self.height, self.cover_kind))
+        return (self.prefix, self.node_sums, index, self.cover, self.count, self.shift,
+                self.floor)
+
     def close(self) -> None:
         """Hand every tree its count, prefix sum and node sums back."""
         for i, tree in enumerate(self.trees):
