@@ -268,8 +268,8 @@ class PrivateGLMLockstep(Lockstep):
         played = _stacked.private_glm_rounds(t, stop, (arms, *outcomes, *trace), state, trees,
                                              self.constants, expit) - t
         if played:
-            for trees in (self.vtree, self.htree, *((self.counter,) if self.strict else ())):
-                trees.count += played
+            for stack in (self.vtree, self.htree, *((self.counter,) if self.strict else ())):
+                stack.count += played
             self.warm, self.n_warm = np.zeros(len(self.policies), dtype=bool), 0
         return t + played
 
