@@ -895,16 +895,6 @@ static int switch_due(const Rounds *r, npy_intp i, double *work)
                       &above) || above;
 }
 
-/* ln |det a| where its sign is > 0, else −∞ (`slogdet_stack`, then np.where). */
-static double logdet_of(const double *a, npy_intp d)
-{
-    double sign, value;
-    char *args[3] = {(char *)a, (char *)&sign, (char *)&value};
-    npy_intp dimensions[2] = {1, d}, steps[5] = {0, 0, 0, d * D, D};
-    slogdet_loop.function(args, dimensions, steps, slogdet_loop.data);
-    return sign > 0 ? value : -INFINITY;
-}
-
 /* Round t if it is a cold round (no trial has a Criterion-I arm) in which no trial switches,
  * releases a non-finite V or an H short of its floor (or too close to say) or, strict, starts
  * a θ_w fit: played as `select` then `update` play it, 1 returned; else 0, nothing changed. */
@@ -985,7 +975,7 @@ static int cold_round(Rounds *r, npy_intp t, Scratch *s)
         memcpy(r->znw_x + (i * r->T + slot) * d, arms + arm * d, sizeof(double) * (size_t)d);
         r->znw_y[i * r->T + slot] = reward;
         if (r->mode == AB8FD16) {
-            double logdet = logdet_of(r->h_cur + i * dd, d);
+            double logdet = logdet_with(&slogdet_loop, r->h_cur + i * dd, d);
             r->logdet_cur[i] = logdet > r->logdet_cur[i] ? logdet : r->logdet_cur[i];
         }
     }

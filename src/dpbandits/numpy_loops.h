@@ -147,6 +147,18 @@ static inline double add_reduce(const Loop *add, const double *v, npy_intp n)
     return total;
 }
 
+/* ln |det a| of a C-ordered d×d matrix by numpy.linalg's `slogdet` loop `slogdet`, −∞ where
+ * its sign is not > 0 (`glm.logdet`; `small_linalg.slogdet_stack`, then np.where). */
+static inline double logdet_with(const Loop *slogdet, const double *a, npy_intp d)
+{
+    npy_intp size = (npy_intp)sizeof(double);
+    double sign, value;
+    char *args[3] = {(char *)a, (char *)&sign, (char *)&value};
+    npy_intp dimensions[2] = {1, d}, steps[5] = {0, 0, 0, d * size, size};
+    slogdet->function(args, dimensions, steps, slogdet->data);
+    return sign > 0 ? value : -INFINITY;
+}
+
 #ifdef Py_ARRAYOBJECT_H
 /* `np.einsum("ij,ij->i", a, b)`: a new (n,) array, NULL with an error (include after
  * numpy/arrayobject.h). */

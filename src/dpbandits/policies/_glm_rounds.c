@@ -43,17 +43,6 @@
 
 static Loop matmul_loop, exp_loop, slogdet_loop, eigh_loop, logaddexp_loop;
 
-/* ln det a of a C-ordered d×d matrix as `glm.logdet` gives it: the slogdet loop's ln |det|,
- * −∞ where its sign is not > 0. */
-static double logdet(const double *a, npy_intp d)
-{
-    double sign, value;
-    char *args[3] = {(char *)a, (char *)&sign, (char *)&value};
-    npy_intp dimensions[2] = {1, d}, steps[5] = {0, 0, 0, d * D, D};
-    slogdet_loop.function(args, dimensions, steps, slogdet_loop.data);
-    return sign > 0 ? value : -INFINITY;
-}
-
 /* `quad_forms(X, A)` = einsum("ij,ij->i", X @ A, X) into `out`, X the (K, d) array `x`, A a
  * C-ordered d×d matrix (`xa`: a (K, d) array for X @ A). */
 static int quad_forms(PyArrayObject *x, const double *a, PyArrayObject *xa, PyArrayObject *out)
@@ -130,11 +119,11 @@ static int switch_due(State *s, int *known, double *current)
         rhs = s->log_dbl + s->max_logdet_prev;
     } else {
         if (!*known) {
-            *current = logdet(s->h_cur, s->d);
+            *current = logdet_with(&slogdet_loop, s->h_cur, s->d);
             *known = 1;
         }
         if (!s->aliased && !s->prev_known) {
-            s->logdet_prev = logdet(s->h_prev, s->d);
+            s->logdet_prev = logdet_with(&slogdet_loop, s->h_prev, s->d);
             s->prev_known = 1;
         }
         lhs = *current;
@@ -157,7 +146,7 @@ static void grow(State *s, npy_intp n, const double *x, double r, double *u, int
     rank_one(s->h_cur, s->h_cur_inv, x, s->divide_e ? z / M_E : z, u, d);
     *known = s->running_max;
     if (s->running_max) {
-        *current = logdet(s->h_cur, d);
+        *current = logdet_with(&slogdet_loop, s->h_cur, d);
         s->max_logdet_cur = *current > s->max_logdet_cur ? *current : s->max_logdet_cur;
     }
 }
