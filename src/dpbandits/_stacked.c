@@ -196,6 +196,24 @@ static PyObject *release(PyObject *self, PyObject *args)
     return Py_BuildValue("(NN)", raw_obj, short_obj);
 }
 
+/* The eigen-decompositions of n C-ordered symmetric d×d matrices by numpy.linalg's `eigh_lo`
+ * loop, eigenvalues clipped below at `floor` by numpy's maximum loop (`clipped_eigh`); 0, the
+ * eigenvalues not clipped, where one is not finite. */
+static int clipped_eigh(const double *raw, npy_intp n, npy_intp d, double floor, double *vals,
+                        double *vecs)
+{
+    char *loop_args[3] = {(char *)raw, (char *)vals, (char *)vecs};
+    npy_intp dimensions[2] = {n, d};
+    npy_intp steps[8] = {d * d * D, d * D, d * d * D, d * D, D, D, d * D, D};
+    eigh_loop.function(loop_args, dimensions, steps, eigh_loop.data);
+    if (!all_finite(vals, n * d))
+        return 0;
+    char *max_args[3] = {(char *)vals, (char *)&floor, (char *)vals}; /* np.maximum */
+    npy_intp count = n * d, max_steps[3] = {D, 0, D};
+    maximum_loop.function(max_args, &count, max_steps, maximum_loop.data);
+    return 1;
+}
+
 static PyObject *release_eigh(PyObject *self, PyObject *args)
 {
     double shift, floor;
@@ -219,20 +237,14 @@ static PyObject *release_eigh(PyObject *self, PyObject *args)
         symmetrised(data + i * data_step, cover + i * cover_step, shift, d, work,
                     raw + i * d * d);
     double *vals = (double *)PyArray_DATA((PyArrayObject *)vals_obj);
-    char *loop_args[3] = {(char *)raw, (char *)vals,
-                          (char *)PyArray_DATA((PyArrayObject *)vecs_obj)};
-    npy_intp dimensions[2] = {n, d};
-    npy_intp steps[8] = {d * d * D, d * D, d * d * D, d * D, D, D, d * D, D};
-    eigh_loop.function(loop_args, dimensions, steps, eigh_loop.data);
+    int finite = clipped_eigh(raw, n, d, floor, vals,
+                              (double *)PyArray_DATA((PyArrayObject *)vecs_obj));
     PyMem_Free(work);
-    if (!all_finite(vals, n * d)) {
+    if (!finite) {
         Py_DECREF(vals_obj);
         Py_DECREF(vecs_obj);
         Py_RETURN_NONE;
     }
-    char *max_args[3] = {(char *)vals, (char *)&floor, (char *)vals}; /* np.maximum */
-    npy_intp count = n * d, max_steps[3] = {D, 0, D};
-    maximum_loop.function(max_args, &count, max_steps, maximum_loop.data);
     return Py_BuildValue("(NN)", vals_obj, vecs_obj);
 }
 
@@ -647,6 +659,30 @@ static PyObject *ucb(PyObject *self, PyObject *args)
     return out;
 }
 
+/* A C-ordered intp array of node lists (`rows` of them, -1: any), each node in 0 ... `nodes`
+ * (0: none); its width in `width`. NULL with one ValueError naming the array or the node. */
+static const npy_intp *node_index(PyObject *object, const char *name, npy_intp rows,
+                                  npy_intp nodes, npy_intp *width)
+{
+    PyArrayObject *index = (PyArrayObject *)object;
+    if (!PyArray_Check(object) || PyArray_TYPE(index) != NPY_INTP || PyArray_NDIM(index) != 2
+            || (rows >= 0 && PyArray_DIM(index, 0) != rows) || !PyArray_IS_C_CONTIGUOUS(index)
+            || !PyArray_ISALIGNED(index) || !PyArray_ISNOTSWAPPED(index)) {
+        PyErr_Format(PyExc_ValueError, "%s is not allowed; must be a C-ordered intp array "
+                     "(counts, nodes)%s", name, rows >= 0 ? " with a row for every count" : "");
+        return NULL;
+    }
+    const npy_intp *at = PyArray_DATA(index);
+    *width = PyArray_DIM(index, 1);
+    for (npy_intp k = 0; k < PyArray_DIM(index, 0) * *width; k++)
+        if (at[k] < 0 || at[k] > nodes) {
+            PyErr_Format(PyExc_ValueError, "node %zd is not allowed; must be in 0 ... %zd",
+                         (Py_ssize_t)at[k], (Py_ssize_t)nodes);
+            return NULL;
+        }
+    return at;
+}
+
 /* cover_sums(index, table, out): out[s] = Σ_j table[index[s, j] − 1] from zero in j's order,
  * index 0 adding nothing. */
 static PyObject *cover_sums(PyObject *self, PyObject *args)
@@ -654,21 +690,17 @@ static PyObject *cover_sums(PyObject *self, PyObject *args)
     PyObject *index_o, *table_o, *out_o;
     if (!PyArg_ParseTuple(args, "OOO:cover_sums", &index_o, &table_o, &out_o))
         return NULL;
-    PyArrayObject *index = (PyArrayObject *)index_o, *table = (PyArrayObject *)table_o;
-    if (!PyArray_Check(index_o) || PyArray_TYPE(index) != NPY_INTP || PyArray_NDIM(index) != 2
-            || !PyArray_IS_C_CONTIGUOUS(index) || !PyArray_ISALIGNED(index)
-            || !PyArray_ISNOTSWAPPED(index)) {
-        PyErr_SetString(PyExc_ValueError, "index is not allowed; must be a C-ordered intp "
-                        "array (counts, nodes)");
-        return NULL;
-    }
+    PyArrayObject *table = (PyArrayObject *)table_o;
     if (!PyArray_Check(table_o) || PyArray_NDIM(table) != 3) {
         PyErr_SetString(PyExc_ValueError, "table is not allowed; must be a float64 (nodes, d, "
                         "d)");
         return NULL;
     }
-    npy_intp counts = PyArray_DIM(index, 0), width = PyArray_DIM(index, 1);
-    npy_intp nodes = PyArray_DIM(table, 0), d = PyArray_DIM(table, 1), table_step, out_step;
+    npy_intp width, nodes = PyArray_DIM(table, 0), d = PyArray_DIM(table, 1);
+    const npy_intp *at = node_index(index_o, "index", -1, nodes, &width);
+    if (at == NULL)
+        return NULL;
+    npy_intp counts = PyArray_DIM((PyArrayObject *)index_o, 0), table_step, out_step;
     const double *z = stack(table_o, "table", -1, d, &table_step);
     double *out = z == NULL ? NULL : (double *)stack(out_o, "out", counts, d, &out_step);
     if (out == NULL)
@@ -677,13 +709,6 @@ static PyObject *cover_sums(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "out is not allowed; must be writeable");
         return NULL;
     }
-    const npy_intp *at = PyArray_DATA(index);
-    for (npy_intp k = 0; k < counts * width; k++)
-        if (at[k] < 0 || at[k] > nodes) {
-            PyErr_Format(PyExc_ValueError, "node %zd is not allowed; must be in 0 ... %zd",
-                         (Py_ssize_t)at[k], (Py_ssize_t)nodes);
-            return NULL;
-        }
     for (npy_intp c = 0; c < counts; c++) {
         double *sum = out + c * out_step;
         for (npy_intp e = 0; e < d * d; e++)
@@ -782,23 +807,9 @@ static int tree_of(PyObject *object, const char *name, npy_intp n, npy_intp d, T
     if ((tree->node_sums = writable(nodes_obj, "node sums", 4, shape)) == NULL)
         return -1;
     tree->node_step = (nodes + 1) * d * d;
-    PyArrayObject *index = (PyArrayObject *)index_obj;
-    if (!PyArray_Check(index_obj) || PyArray_TYPE(index) != NPY_INTP || PyArray_NDIM(index) != 2
-            || PyArray_DIM(index, 0) != tree->horizon + 1 || !PyArray_IS_C_CONTIGUOUS(index)
-            || !PyArray_ISALIGNED(index) || !PyArray_ISNOTSWAPPED(index)) {
-        PyErr_Format(PyExc_ValueError, "%s's index is not allowed; must be a C-ordered intp "
-                     "array (T + 1, width) with the node sums", name);
-        return -1;
-    }
-    tree->index = PyArray_DATA(index);
-    tree->width = PyArray_DIM(index, 1);
-    for (npy_intp k = 0; k < (tree->horizon + 1) * tree->width; k++)
-        if (tree->index[k] < 0 || tree->index[k] > nodes) {
-            PyErr_Format(PyExc_ValueError, "node %zd is not allowed; must be in 0 ... %zd",
-                         (Py_ssize_t)tree->index[k], (Py_ssize_t)nodes);
-            return -1;
-        }
-    return 0;
+    tree->index = node_index(index_obj, "the index of the node sums", tree->horizon + 1, nodes,
+                             &tree->width);
+    return tree->index == NULL ? -1 : 0;
 }
 
 /* Whether heap node `node` is `leaf` or one of its ancestors. */
@@ -917,15 +928,8 @@ static int cold_round(Rounds *r, npy_intp t, Scratch *s)
     }
     for (npy_intp i = 0; i < n; i++) /* V's release, no leaf */
         next_release(&r->vtree, i, NULL, s->totals, s->work, s->raw + i * dd);
-    char *eigh_args[3] = {(char *)s->raw, (char *)s->vals, (char *)s->vecs};
-    npy_intp dimensions[2] = {n, d};
-    npy_intp steps[8] = {dd * D, d * D, dd * D, d * D, D, D, d * D, D};
-    eigh_loop.function(eigh_args, dimensions, steps, eigh_loop.data);
-    if (!all_finite(s->vals, n * d))
+    if (!clipped_eigh(s->raw, n, d, r->vtree.floor, s->vals, s->vecs))
         return 0;
-    char *max_args[3] = {(char *)s->vals, (char *)&r->vtree.floor, (char *)s->vals};
-    npy_intp count = n * d, max_steps[3] = {D, 0, D};
-    maximum_loop.function(max_args, &count, max_steps, maximum_loop.data);
     if (r->mode != STRICT)
         for (npy_intp i = 0; i < n; i++)
             if (switch_due(r, i, s->work))
