@@ -20,16 +20,16 @@ the process that started it is gone. Stdlib only: a job imports this before anyt
 
 from __future__ import annotations
 
+import _socket  # not `socket`, whose import (enum, selectors) would double a client's own
 import marshal
 import os
-import signal
-import socket
 import struct
 import sys
 
 TYPE_CHECKING = False  # typing's own constant costs a job's client an import
 if TYPE_CHECKING:  # the rest is imported where the server needs it: a job's client stays light
     import selectors
+    import socket
     import subprocess
     from collections.abc import Callable
     from pathlib import Path
@@ -58,13 +58,13 @@ def delegate(script: str, argv: list[str] | None = None, snakemake: object = Non
     path = os.environ.get(ENV)
     if not path:
         return None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.connect(path)
     except OSError:
         sock.close()
         return None
-    with sock:
+    try:
         # marshal: the server runs the same interpreter (the workflow's sys.executable)
         request = {"script": os.path.realpath(script), "argv": argv or [], "cwd": os.getcwd(),
                    "env": dict(os.environ)}
@@ -73,9 +73,13 @@ def delegate(script: str, argv: list[str] | None = None, snakemake: object = Non
 
             request["snakemake"] = pickle.dumps(snakemake)
         payload = marshal.dumps(request)
-        socket.send_fds(sock, [_LENGTH.pack(len(payload))], [0, 1, 2])
+        # the job's standard streams, as `socket.send_fds` sends them
+        streams = (_socket.SOL_SOCKET, _socket.SCM_RIGHTS, struct.pack("3i", 0, 1, 2))
+        sock.sendmsg([_LENGTH.pack(len(payload))], [streams])
         sock.sendall(payload)
         status = _receive(sock, _STATUS.size)
+    finally:
+        sock.close()
     if status is None:
         sys.stderr.write(f"dpbandits: error: the fork server at {path} exited before the job "
                          "finished; rerun the same command\n")
@@ -92,7 +96,7 @@ def run(script: str, main: Callable[[Any], int], argv: list[str] | None = None,
     sys.exit(main(argv if snakemake is None else snakemake) if status is None else status)
 
 
-def _receive(sock: socket.socket, size: int) -> bytes | None:
+def _receive(sock: socket.socket | _socket.socket, size: int) -> bytes | None:
     """Exactly `size` bytes, or None if the peer closes first."""
     data = b""
     while len(data) < size:
@@ -164,6 +168,8 @@ def serve(socket_path: str, parent: int, scripts: list[str]) -> None:
     import gc
     import selectors
     import shutil
+    import signal
+    import socket
     import time
     from pathlib import Path
 
@@ -235,6 +241,8 @@ def _drain(sock: socket.socket) -> bool:
 
 
 def _kill(pid: int) -> None:
+    import signal
+
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
@@ -271,6 +279,9 @@ def _fork_job(conn: socket.socket, modules: dict[str, ModuleType], inherited: li
     """Read one request and fork its child: the child's pid, or None where the job is to run
     itself (a malformed request, a script not served here, a failed fork), which the job is
     told."""
+    import signal
+    import socket
+
     fds: list[int] = []
     try:
         conn.settimeout(30.0)

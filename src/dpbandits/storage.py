@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,11 @@ class ShardData:
         return self.cum_reward[:, -1]
 
 
+@cache
 def git_commit() -> str:
-    """Commit of the source tree this package runs from, or 'unknown'."""
+    """Commit of the source tree this package runs from, or 'unknown': asked of git once per
+    process, when its first shard is written (or when the run's fork server loads, before it
+    forks its jobs), so that every shard of a process names the code the process loaded."""
     try:
         out = subprocess.run(
             ["git", "rev-parse", "HEAD"],

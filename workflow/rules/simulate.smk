@@ -17,8 +17,6 @@ rule simulate:
         script=f"{workflow.basedir}/workflow/scripts/simulate.py",
     log:
         f"{RESULTS}/logs/{{shard}}.log",
-    benchmark:
-        f"{RESULTS}/benchmarks/{{shard}}.tsv"
     resources:
         runtime=lambda wildcards, attempt: 15 * attempt,
         mem_mb=lambda wildcards, attempt: 1000 * attempt,

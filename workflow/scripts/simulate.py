@@ -13,17 +13,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def preload() -> None:
-    """Import everything a shard may need: the runner, storage, every policy and generator."""
+    """Import everything a shard may need (the runner, storage, every policy and generator) and
+    ask git once for the commit its shards record."""
     import dpbandits.simulate  # noqa: F401
-    import dpbandits.storage  # noqa: F401
     from dpbandits.instances.registry import GENERATORS
     from dpbandits.policies import POLICIES
+    from dpbandits.storage import git_commit
 
     import _logging  # noqa: F401
 
     for registry in (POLICIES, GENERATORS):
         for name in registry.names():
             registry.get(name)
+    git_commit()
 
 
 def main(argv: list[str]) -> int:

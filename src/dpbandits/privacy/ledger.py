@@ -188,7 +188,7 @@ class PrivacyLedger:
                 "delta_spent": delta,
                 "breaches": self.breaches,
                 "claim": self.claim,
-                "entries": [dict(vars(e)) for e in self.entries],  # scalar fields only
+                "entries": [vars(e) for e in self.entries],  # scalar fields only, read as they are
             },
             sort_keys=True,
         )
