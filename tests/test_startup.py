@@ -68,3 +68,14 @@ def test_policy_modules_load_scipy_optimize_only_where_a_solver_runs():
     project = ("\nimport numpy as np\nfrom dpbandits.policies.ecolog import _bounded_multiplier"
                "\n_bounded_multiplier(np.ones(2), np.ones(2), 1.0)")
     assert loaded(imports + project, ("scipy.optimize",)) == ["scipy.optimize"]
+
+
+def test_the_workflow_lists_every_output_file_without_the_makers_imports():
+    """Snakemake parses the workflow (every job's, under SLURM) and lists each experiment's
+    figures and tables: matplotlib and pandas load only where a maker runs."""
+    listing = ("\nfrom dpbandits.config import load_config\nfrom dpbandits.outputs import "
+               "OUTPUTS, output_files\nfor kind in OUTPUTS.names():\n"
+               "    output_files('x', {'kind': kind})")
+    assert loaded(listing, ("matplotlib", "pandas")) == []
+    assert loaded(listing + "\nimport dpbandits.outputs.ts", ("matplotlib", "pandas")) == [
+        "matplotlib", "pandas"]  # the check sees a maker's imports

@@ -9,36 +9,55 @@ writes (relative to the paper folder), so the workflow knows every output before
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dpbandits.outputs import files
+from dpbandits.outputs.files import FilesOf
 from dpbandits.paper.published import published_entry
 from dpbandits.registry import Registry
 
 
 @dataclass(frozen=True)
 class OutputKind:
-    """A figure/table maker and the files it writes."""
+    """A figure/table maker ("module:function", imported when it first makes something) and
+    the files it writes (`dpbandits.outputs.files`)."""
 
     name: str
-    make: Callable[..., Any]
-    files: Callable[[str, dict[str, Any]], list[str]]
+    maker: str
+    files: FilesOf
+
+    def make(self, *args: Any, **kwargs: Any) -> list[Any]:
+        """Run the maker: `make(experiment, exp_config, summary, curves, paper_dir, **options)`."""
+        module, _, function = self.maker.partition(":")
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
 
 
-OUTPUTS: Registry[OutputKind] = Registry("output kind", {
-    "regret_curves": "dpbandits.outputs.common:REGRET_CURVES",
-    "final_regret_table": "dpbandits.outputs.common:FINAL_REGRET_TABLE",
-    "regret_vs_epsilon": "dpbandits.outputs.linear:REGRET_VS_EPSILON",
-    "linear_claims": "dpbandits.outputs.linear:LINEAR_CLAIMS",
-    "ctr_table": "dpbandits.outputs.realdata:CTR_TABLE",
-    "ctr_curve": "dpbandits.outputs.realdata:CTR_CURVE",
-    "ts_table1": "dpbandits.outputs.ts:TS_TABLE1",
-    "ts_amplification": "dpbandits.outputs.ts:TS_AMPLIFICATION",
-    "ts_ablation": "dpbandits.outputs.ts:TS_ABLATION",
-    "ts_robustness": "dpbandits.outputs.ts:TS_ROBUSTNESS",
-    "ts_group_privacy": "dpbandits.outputs.ts:TS_GROUP_PRIVACY",
-})
+OUTPUTS: Registry[OutputKind] = Registry("output kind", {})
+for _kind in (
+    OutputKind("regret_curves", "dpbandits.outputs.common:regret_curves", files.regret_curves),
+    OutputKind("final_regret_table", "dpbandits.outputs.common:final_regret_table",
+               files.final_regret_table),
+    OutputKind("regret_vs_epsilon", "dpbandits.outputs.linear:regret_vs_epsilon",
+               files.regret_vs_epsilon),
+    OutputKind("linear_claims", "dpbandits.outputs.linear:linear_claims",
+               files.named(("claims",))),
+    OutputKind("ctr_table", "dpbandits.outputs.realdata:ctr_table", files.ctr_table),
+    OutputKind("ctr_curve", "dpbandits.outputs.realdata:ctr_curve", files.named((), ("ctr",))),
+    OutputKind("ts_table1", "dpbandits.outputs.ts:ts_table1",
+               files.named(("table1", "tests", "cells"), ("np",))),
+    OutputKind("ts_amplification", "dpbandits.outputs.ts:ts_amplification",
+               files.named(("amplification",), ("amplification",))),
+    OutputKind("ts_ablation", "dpbandits.outputs.ts:ts_ablation",
+               files.named(("ablation",), ("ablation",))),
+    OutputKind("ts_robustness", "dpbandits.outputs.ts:ts_robustness",
+               files.named(("robustness",), ("robustness",))),
+    OutputKind("ts_group_privacy", "dpbandits.outputs.ts:ts_group_privacy",
+               files.named(("group_privacy",))),
+):
+    OUTPUTS.add(_kind.name, _kind)
 
 
 def get_output(name: str) -> OutputKind:

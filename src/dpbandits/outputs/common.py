@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from dpbandits import stats
-from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import mean_sd, write_table
 from dpbandits.plots import (
@@ -26,10 +25,6 @@ from dpbandits.plots import (
     variant_marker,
     variant_rank,
 )
-
-
-def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    return [f"figures/{experiment}_regret.png", f"figures/{experiment}_regret.pdf"]
 
 
 def _facet_value(item: dict[str, Any], facet: str | None) -> Any:
@@ -129,10 +124,6 @@ def _epsilon_order(epsilon: str) -> float:
     return -1.0 if epsilon == "none" else float(epsilon)
 
 
-def _table_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    return [f"tables/{experiment}.{ext}" for ext in ("csv", "md", "tex")]
-
-
 def final_regret_table(
     experiment: str,
     exp: dict[str, Any],
@@ -173,7 +164,3 @@ def final_regret_table(
     elif ref:
         caption += f"; no published values at T = {horizon} (published: T = {ref['horizon']})"
     return write_table(table, paper_dir / "tables" / experiment, caption)
-
-
-REGRET_CURVES = OutputKind("regret_curves", regret_curves, _curve_files)
-FINAL_REGRET_TABLE = OutputKind("final_regret_table", final_regret_table, _table_files)

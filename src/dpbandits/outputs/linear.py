@@ -13,7 +13,7 @@ from matplotlib.legend_handler import HandlerTuple
 from matplotlib.patches import Patch
 
 from dpbandits.errors import ConfigError
-from dpbandits.outputs import OutputKind
+from dpbandits.outputs.files import stem as _stem
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_csv, write_table
 from dpbandits.plots import (
@@ -34,20 +34,6 @@ ROLES = {
     "ShuffleDPElimination": "shuffled",
     "LocalDPElimination": "local",
 }
-
-
-def _stem(experiment: str, what: str) -> str:
-    return f"{experiment}_{what}"
-
-
-def _vs_eps_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    stem = _stem(experiment, "regret_vs_epsilon")
-    return [
-        f"figures/{stem}.png",
-        f"figures/{stem}.pdf",
-        *(f"tables/{stem}.{ext}" for ext in ("csv", "md", "tex")),
-        f"tables/{_stem(experiment, 'runs')}.csv",
-    ]
 
 
 def final_regret_stats(summary: pd.DataFrame, baseline: str = "nonprivate") -> pd.DataFrame:
@@ -182,10 +168,6 @@ def _with_policies(exp: dict[str, Any], summary: pd.DataFrame) -> dict[str, Any]
     return {**exp, "algorithms": [*(exp.get("algorithms") or []), *extra]}
 
 
-def _claims_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    return [f"tables/{_stem(experiment, 'claims')}.{ext}" for ext in ("csv", "md", "tex")]
-
-
 def _lookup(stats: pd.DataFrame, role: str, eps: float) -> pd.Series | None:
     """The statistics row of a role at ε (the non-private role has one row for every ε)."""
     rows = stats[stats["role"] == role]
@@ -294,7 +276,3 @@ def linear_claims(
     return write_table(
         pd.DataFrame(rows), paper_dir / "tables" / _stem(experiment, "claims"), caption
     )
-
-
-REGRET_VS_EPSILON = OutputKind("regret_vs_epsilon", regret_vs_epsilon, _vs_eps_files)
-LINEAR_CLAIMS = OutputKind("linear_claims", linear_claims, _claims_files)

@@ -15,7 +15,6 @@ import pandas as pd
 from dpbandits import stats
 from dpbandits.config import format_epsilon
 from dpbandits.data.provenance import data_note
-from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
 from dpbandits.plots import (
@@ -143,13 +142,6 @@ def evaluate_claim(claim: dict[str, Any], best: pd.DataFrame,
     return row
 
 
-def _table_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    stems = [f"tables/{experiment}_ctr"]
-    if opts.get("published"):
-        stems.append(f"tables/{experiment}_claims")
-    return [f"{s}.{ext}" for s in stems for ext in ("csv", "md", "tex")]
-
-
 def ctr_table(
     experiment: str,
     exp: dict[str, Any],
@@ -186,10 +178,6 @@ def ctr_table(
         caption = f"{experiment}: claims of {published.source} next to ours"
         paths += write_table(claims, paper_dir / "tables" / f"{experiment}_claims", caption)
     return paths
-
-
-def _curve_files(experiment: str, opts: dict[str, Any]) -> list[str]:
-    return [f"figures/{experiment}_ctr.png", f"figures/{experiment}_ctr.pdf"]
 
 
 def ctr_curve(
@@ -231,7 +219,3 @@ def ctr_curve(
     ax.set_title(f"{experiment}: CTR over time, ε = {tag}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_ctr")
-
-
-CTR_TABLE = OutputKind("ctr_table", ctr_table, _table_files)
-CTR_CURVE = OutputKind("ctr_curve", ctr_curve, _curve_files)

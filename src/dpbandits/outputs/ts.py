@@ -23,7 +23,6 @@ from matplotlib.patches import Patch
 from dpbandits import stats
 from dpbandits.config import expand_algorithms, instance_grid
 from dpbandits.errors import ConfigError
-from dpbandits.outputs import OutputKind
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
 from dpbandits.plots import (
@@ -40,14 +39,6 @@ from dpbandits.plots import (
 from dpbandits.scale import current_mark
 
 REFERENCE = "LinTS"
-
-
-def _tables(experiment: str, names: tuple[str, ...]) -> list[str]:
-    return [f"tables/{experiment}_{n}.{ext}" for n in names for ext in ("csv", "md", "tex")]
-
-
-def _figures(experiment: str, names: tuple[str, ...]) -> list[str]:
-    return [f"figures/{experiment}_{n}.{ext}" for n in names for ext in ("png", "pdf")]
 
 
 # --------------------------------------------------------------------------- per-trial metrics
@@ -633,16 +624,3 @@ def _gap(ours: float, published: float | None, apart: str | None) -> Any:
     if published is None:
         return ""
     return "not comparable" if apart else round(abs(ours - published), 1)
-
-
-def _files(tables: tuple[str, ...], figures: tuple[str, ...] = ()) -> Any:
-    """The files function of a TS output: its tables and figures for an experiment."""
-    return lambda experiment, options: _tables(experiment, tables) + _figures(experiment, figures)
-
-
-TS_TABLE1 = OutputKind("ts_table1", ts_table1, _files(("table1", "tests", "cells"), ("np",)))
-TS_AMPLIFICATION = OutputKind("ts_amplification", ts_amplification,
-                              _files(("amplification",), ("amplification",)))
-TS_ABLATION = OutputKind("ts_ablation", ts_ablation, _files(("ablation",), ("ablation",)))
-TS_ROBUSTNESS = OutputKind("ts_robustness", ts_robustness, _files(("robustness",), ("robustness",)))
-TS_GROUP_PRIVACY = OutputKind("ts_group_privacy", ts_group_privacy, _files(("group_privacy",)))
