@@ -79,3 +79,15 @@ def test_the_workflow_lists_every_output_file_without_the_makers_imports():
     assert loaded(listing, ("matplotlib", "pandas")) == []
     assert loaded(listing + "\nimport dpbandits.outputs.ts", ("matplotlib", "pandas")) == [
         "matplotlib", "pandas"]  # the check sees a maker's imports
+
+
+def test_the_figure_jobs_preload_makes_every_makers_imports_once_for_all_its_jobs():
+    """The fork server forks figure jobs from a process that has imported every maker."""
+    from pathlib import Path
+
+    scripts = Path(__file__).parents[1] / "workflow" / "scripts"
+    makers = ("dpbandits.outputs.common", "dpbandits.outputs.linear",
+              "dpbandits.outputs.realdata", "dpbandits.outputs.ts", "matplotlib.pyplot")
+    imports = f"sys.path.insert(0, {str(scripts)!r})\nimport make_outputs"
+    assert loaded(imports, makers) == []  # importing the script alone loads none of them
+    assert loaded(imports + "\nmake_outputs.preload()", makers) == list(makers)

@@ -17,8 +17,8 @@ def preload() -> None:
     import dpbandits.paper.published  # noqa: F401
     from dpbandits.outputs import OUTPUTS
 
-    for name in OUTPUTS.names():  # every kind's module, and with them matplotlib
-        OUTPUTS.get(name)
+    for name in OUTPUTS.names():  # every kind's maker module, and with them matplotlib
+        OUTPUTS.get(name).maker_function()
 
 
 def main(snakemake: Any) -> int:

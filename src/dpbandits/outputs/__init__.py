@@ -10,7 +10,7 @@ writes (relative to the paper folder), so the workflow knows every output before
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +29,14 @@ class OutputKind:
     maker: str
     files: FilesOf
 
+    def maker_function(self) -> Callable[..., list[Any]]:
+        """The maker, its module imported on first use."""
+        module, _, function = self.maker.partition(":")
+        return getattr(importlib.import_module(module), function)
+
     def make(self, *args: Any, **kwargs: Any) -> list[Any]:
         """Run the maker: `make(experiment, exp_config, summary, curves, paper_dir, **options)`."""
-        module, _, function = self.maker.partition(":")
-        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+        return self.maker_function()(*args, **kwargs)
 
 
 OUTPUTS: Registry[OutputKind] = Registry("output kind", {})
