@@ -120,28 +120,6 @@ def test_an_uncaught_exception_or_exit_message_fails_the_job_as_python_would(toy
     assert proc.returncode == 1 and err == "toy exit message\n"
 
 
-CLIENT_IMPORTS = """import sys
-before = set(sys.modules)
-import {module}
-print(" ".join(sorted(set(sys.modules) - before)))
-"""
-
-
-def modules_imported_by(module: str) -> set[str]:
-    """The modules a fresh interpreter loads to import `module`."""
-    out = subprocess.run([sys.executable, "-c", CLIENT_IMPORTS.format(module=module)],
-                         capture_output=True, text=True, check=True).stdout
-    return set(out.split())
-
-
-def test_a_jobs_client_imports_no_more_than_the_hand_over_needs():
-    """Every job's own process imports forkserver: socket and signal (enum, selectors, ...)
-    are the server's, not the client's."""
-    heavy = {"socket", "signal", "enum", "selectors"}
-    assert not modules_imported_by("dpbandits.forkserver") & heavy
-    assert modules_imported_by("socket") & heavy  # the check sees such an import
-
-
 def test_a_job_object_is_sent_pickled_and_given_to_main(toy_server, tmp_path, capfd,
                                                          monkeypatch):
     monkeypatch.setenv(forkserver.ENV, toy_server.socket_path)

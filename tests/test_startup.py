@@ -91,3 +91,11 @@ def test_the_figure_jobs_preload_makes_every_makers_imports_once_for_all_its_job
     imports = f"sys.path.insert(0, {str(scripts)!r})\nimport make_outputs"
     assert loaded(imports, makers) == []  # importing the script alone loads none of them
     assert loaded(imports + "\nmake_outputs.preload()", makers) == list(makers)
+
+
+def test_a_jobs_client_imports_no_more_than_the_hand_over_needs():
+    """Every job's own process imports dpbandits.forkserver: socket and signal (enum,
+    selectors) are the fork server's imports, not the client's."""
+    heavy = ("socket", "signal", "enum", "selectors")
+    assert loaded("import dpbandits.forkserver", heavy) == []
+    assert loaded("import socket, signal", heavy) == list(heavy)  # the check sees them

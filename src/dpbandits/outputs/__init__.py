@@ -41,7 +41,8 @@ class OutputKind:
 
 OUTPUTS: Registry[OutputKind] = Registry("output kind", {})
 for _kind in (
-    OutputKind("regret_curves", "dpbandits.outputs.common:regret_curves", files.regret_curves),
+    OutputKind("regret_curves", "dpbandits.outputs.common:regret_curves",
+               files.named((), ("regret",))),
     OutputKind("final_regret_table", "dpbandits.outputs.common:final_regret_table",
                files.final_regret_table),
     OutputKind("regret_vs_epsilon", "dpbandits.outputs.linear:regret_vs_epsilon",

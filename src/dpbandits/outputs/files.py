@@ -32,10 +32,6 @@ def named(table_names: tuple[str, ...], figure_names: tuple[str, ...] = ()) -> F
                                         + figures(experiment, figure_names))
 
 
-def regret_curves(experiment: str, options: dict[str, Any]) -> list[str]:
-    return [f"figures/{experiment}_regret.{ext}" for ext in FIGURE_FORMATS]
-
-
 def final_regret_table(experiment: str, options: dict[str, Any]) -> list[str]:
     return [f"tables/{experiment}.{ext}" for ext in TABLE_FORMATS]
 
