@@ -61,13 +61,8 @@ def curve_stats(curves: np.ndarray) -> dict[str, np.ndarray]:
     """Mean, sd, standard error and 5/95 % quantiles across trials at each checkpoint."""
     n = curves.shape[0]
     sd = curves.std(axis=0, ddof=1) if n > 1 else np.zeros(curves.shape[1])
-    return {
-        "mean": curves.mean(axis=0),
-        "sd": sd,
-        "se": sd / np.sqrt(n),
-        "q05": np.quantile(curves, 0.05, axis=0),
-        "q95": np.quantile(curves, 0.95, axis=0),
-    }
+    q05, q95 = np.quantile(curves, [0.05, 0.95], axis=0)
+    return {"mean": curves.mean(axis=0), "sd": sd, "se": sd / np.sqrt(n), "q05": q05, "q95": q95}
 
 
 def spec_differences(stored: dict[str, Any], wanted: dict[str, Any]) -> list[str]:

@@ -27,6 +27,10 @@ from dpbandits.errors import ShardError
 
 SCHEMA_VERSION = 1
 REQUIRED_DATASETS = ("trials", "checkpoints", "cum_regret", "cum_reward", "wall_time", "ledger")
+# The curves are stored with gzip level 1; byte-shuffling helps the reward curves (11× smaller)
+# but not the regret curves, whose low mantissa bytes are noise: level 1 without it writes the
+# shards of a paper run in two thirds of level 4's time, at the same size.
+CURVE_SHUFFLE = {"cum_regret": False, "cum_reward": True}
 
 
 @dataclass
@@ -86,9 +90,9 @@ def write_shard(path: str | Path, data: ShardData) -> None:
                 f.attrs["provenance"] = json.dumps(data.provenance, sort_keys=True)
             f.create_dataset("trials", data=np.asarray(data.trials, dtype=np.int64))
             f.create_dataset("checkpoints", data=np.asarray(data.checkpoints, dtype=np.int64))
-            for name in ("cum_regret", "cum_reward"):
+            for name, shuffle in CURVE_SHUFFLE.items():
                 f.create_dataset(name, data=np.asarray(getattr(data, name), dtype=np.float64),
-                                 compression="gzip", compression_opts=4, shuffle=True)
+                                 compression="gzip", compression_opts=1, shuffle=shuffle)
             f.create_dataset("wall_time", data=np.asarray(data.wall_time, dtype=np.float64))
             f.create_dataset("ledger", data=np.array(data.ledger, dtype=h5py.string_dtype()))
             diag = f.create_group("diagnostics")

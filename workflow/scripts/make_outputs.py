@@ -16,9 +16,11 @@ def preload() -> None:
     import dpbandits.aggregate  # noqa: F401
     import dpbandits.paper.published  # noqa: F401
     from dpbandits.outputs import OUTPUTS
+    from dpbandits.scale import paper_config
 
     for name in OUTPUTS.names():  # every kind's maker module, and with them matplotlib
         OUTPUTS.get(name).maker_function()
+    paper_config()  # read once: every experiment's scale mark compares with it
 
 
 def main(snakemake: Any) -> int:
