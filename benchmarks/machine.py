@@ -13,14 +13,21 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def cpu_model() -> str:
-    """The `model name` line of /proc/cpuinfo (platform.processor() elsewhere)."""
+    """The `model name` line of /proc/cpuinfo with the CPU family, model and whether it has
+    AVX-512 (a virtual machine's name alone, e.g. "AMD EPYC", covers CPUs of several
+    generations); platform.processor() elsewhere."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        fields = dict(line.split(":", 1) for line in
+                      Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0].splitlines()
+                      if ":" in line)
     except OSError:
-        pass
-    return platform.processor() or "unknown"
+        return platform.processor() or "unknown"
+    fields = {key.strip(): value.strip() for key, value in fields.items()}
+    if "model name" not in fields:
+        return platform.processor() or "unknown"
+    vector = "AVX-512" if "avx512f" in fields.get("flags", "").split() else "no AVX-512"
+    return (f"{fields['model name']} (family {fields.get('cpu family', '?')}, "
+            f"model {fields.get('model', '?')}, {vector})")
 
 
 def machine_line() -> str:
