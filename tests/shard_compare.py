@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import platform
 from pathlib import Path
 
 import h5py
@@ -114,14 +113,3 @@ def shard_digests(results: Path) -> dict[str, str]:
     return {str(p.relative_to(results)): shard_digest(p)
             for p in sorted(results.glob("*/shards/**/*.h5"))}
 
-
-def numeric_fingerprint() -> dict[str, object]:
-    """What decides the floating-point results besides our code: the numerical libraries'
-    versions and the CPU features numpy dispatches on."""
-    import scipy
-
-    core = getattr(np, "_core", None) or np.core
-    features = core._multiarray_umath.__cpu_features__
-    return {"numpy": np.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version(), "machine": platform.machine(),
-            "cpu_features": sorted(k for k, v in features.items() if v)}

@@ -1,9 +1,11 @@
 """Results that depend only on public constants, memoised in-process and in one JSON file per
 kind under `$DPBANDITS_CACHE` (default `~/.cache/dpbandits`), so that the jobs of a run share
-them. A process writes what it computed once, when it exits (or on `flush`), merged with what
-other processes wrote: one read and one write per job, not per value. Files are replaced
-atomically; a lost or unreadable file, or values a killed process never wrote, only cost
-recomputation."""
+them. Each machine fingerprint (`numerics.tag`) has its own folder there: a value's last bits
+may depend on the BLAS kernels, and a cache shared by unlike machines (a cluster's home folder)
+would otherwise make a shard's numbers depend on which machine computed it first. A process
+writes what it computed once, when it exits (or on `flush`), merged with what other processes
+wrote: one read and one write per job, not per value. Files are replaced atomically; a lost or
+unreadable file, or values a killed process never wrote, only cost recomputation."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from dpbandits import numerics
 from dpbandits.atomic import write_text_atomic
 
 log = logging.getLogger(__name__)
@@ -36,7 +39,8 @@ def _read(path: Path) -> dict[str, Any]:
 
 
 class DiskMemo:
-    """A key → JSON value memo backed by `cache_dir()/filename` (re-read after `clear`)."""
+    """A key → JSON value memo backed by `cache_dir()/numerics-<tag>/filename` (re-read after
+    `clear`)."""
 
     def __init__(self, filename: str) -> None:
         self.filename = filename
@@ -46,7 +50,7 @@ class DiskMemo:
         _memos.add(self)
 
     def path(self) -> Path:
-        return cache_dir() / self.filename
+        return cache_dir() / f"numerics-{numerics.tag()}" / self.filename
 
     def get(self, key: str) -> Any | None:
         """The stored value, or None."""

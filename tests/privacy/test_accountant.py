@@ -157,9 +157,10 @@ def test_full_batch_noise_scales_with_sqrt_steps() -> None:
 def test_results_are_persisted_and_reused(isolated_cache, monkeypatch) -> None:
     args = (0.3, 1e-3, 20, 700, 350)
     sigma = acc.noise_multiplier(*args)
-    assert not (isolated_cache / acc.CACHE_FILE).exists()  # written at the flush, once
+    assert acc._memo.path().parent.parent == isolated_cache
+    assert not acc._memo.path().exists()  # written at the flush, once
     flush_all()  # as at the process's exit
-    data = json.loads((isolated_cache / acc.CACHE_FILE).read_text())
+    data = json.loads(acc._memo.path().read_text())
     assert sigma in data.values()
     acc.clear_memo()
 

@@ -364,7 +364,7 @@ def test_release_cost_is_computed_once_per_cache(tmp_path, monkeypatch) -> None:
     assert release_cost(37, "ab8fd16") == expected
     for corrupt in ('"corrupt"', '["0.5", 2, 1]', '[1.0, "x", 2]', '[1.0, null, 2]',
                     '[1.0, 2.9, 1]', '[1.0, 99, 1]', '[NaN, 2, 1]', '[1.0, true, 1]'):
-        (tmp_path / "release-cost-v1.json").write_text(f'{{"37|ab8fd16": {corrupt}}}')
+        tree._release_costs.path().write_text(f'{{"37|ab8fd16": {corrupt}}}')
         tree._release_costs.clear()
         with pytest.raises(AssertionError, match="recomputed"):
             release_cost(37, "ab8fd16")

@@ -13,9 +13,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def preload() -> None:
-    """Import everything a shard may need (the runner, storage, every policy and generator) and
-    ask git once for the commit its shards record."""
+    """Import everything a shard may need (the runner, storage, every policy and generator), ask
+    git once for the commit its shards record and fingerprint the numerics once (the shared
+    cache's folder)."""
     import dpbandits.simulate  # noqa: F401
+    from dpbandits import numerics
     from dpbandits.instances.registry import GENERATORS
     from dpbandits.policies import POLICIES
     from dpbandits.storage import git_commit
@@ -26,6 +28,7 @@ def preload() -> None:
         for name in registry.names():
             registry.get(name)
     git_commit()
+    numerics.tag()
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,76 @@
+"""What decides floating-point results besides this project's code: the numerical libraries'
+versions, the CPU features numpy dispatches on and the BLAS kernels OpenBLAS chose for the CPU.
+
+The same shard spec gives bitwise the same numbers on machines with the same fingerprint. Two
+CPUs with the same instruction set may still round differently: OpenBLAS picks its kernels by
+CPU model at load time (an AMD CPU with AVX-512 gets the Haswell kernels, an Intel one
+SkylakeX's; `OPENBLAS_CORETYPE` overrides the choice). Values computed once and shared between
+processes (`disk_memo`) are therefore kept per fingerprint (`tag`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import platform
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+CORENAME_SYMBOLS = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corename",
+                    "openblas_get_corename64_", "openblas_get_corename")
+"""The OpenBLAS function naming the kernels in use, under the names its builds export."""
+
+
+def numpy_openblas() -> list[str]:
+    """Paths of the OpenBLAS libraries this process has loaded, less scipy's own copy (empty
+    without /proc). scipy's is left out because only some processes load it, and the
+    fingerprint must be the same in every process of a machine; it picks its kernels by the
+    same rule, and scipy's version is in the fingerprint."""
+    try:
+        maps = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return []
+    return sorted({line.split()[-1] for line in maps
+                   if "openblas" in line.rsplit("/", 1)[-1] and ".so" in line
+                   and "/scipy" not in line})
+
+
+def blas_kernels() -> list[str]:
+    """The kernel families of numpy's OpenBLAS, e.g. ["Haswell"] ("unknown (file)" for a
+    library without a corename function; empty where none is found)."""
+    kernels = set()
+    for library in numpy_openblas():
+        handle = ctypes.CDLL(library)
+        for name in CORENAME_SYMBOLS:
+            corename = getattr(handle, name, None)
+            if corename is not None:
+                corename.restype = ctypes.c_char_p
+                kernels.add(corename().decode())
+                break
+        else:
+            kernels.add(f"unknown ({Path(library).name})")
+    return sorted(kernels)
+
+
+@lru_cache(maxsize=1)
+def fingerprint() -> dict[str, object]:
+    """numpy's and scipy's versions, Python's, the machine, numpy's CPU features and the BLAS
+    kernels (computed once per process: the library state it reads does not change)."""
+    import scipy  # the package alone: its version
+
+    core = getattr(np, "_core", None) or np.core
+    features = core._multiarray_umath.__cpu_features__
+    return {"numpy": np.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "machine": platform.machine(),
+            "cpu_features": sorted(k for k, v in features.items() if v),
+            "blas_kernels": blas_kernels()}
+
+
+@lru_cache(maxsize=1)
+def tag() -> str:
+    """A short name for `fingerprint()`: 12 hex digits of its sha256."""
+    text = json.dumps(fingerprint(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
