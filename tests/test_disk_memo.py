@@ -59,3 +59,23 @@ def test_machines_with_other_numerics_keep_their_own_values(memo: DiskMemo, monk
     assert DiskMemo("kind-v1.json").get("a") is None
     monkeypatch.setattr(numerics, "tag", lambda: "another-machine")
     assert DiskMemo("kind-v1.json").get("a") == 1.0000000000000002  # the control
+
+
+def test_unreadable_file_only_costs_recomputation(memo: DiskMemo) -> None:
+    memo.path().parent.mkdir(parents=True)
+    memo.path().write_text("{not json")
+    assert memo.get("a") is None
+    memo.put("a", 1.0)
+    memo.flush()
+    assert json.loads(memo.path().read_text()) == {"a": 1.0}
+
+
+def test_unwritable_cache_is_not_an_error(tmp_path, monkeypatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("DPBANDITS_CACHE", str(blocker / "cache"))  # cannot be created
+    memo = DiskMemo("kind-v1.json")
+    memo.put("a", 1.0)
+    memo.flush()
+    assert memo.get("a") == 1.0
+    assert not memo.path().exists()

@@ -3,8 +3,8 @@ versions, the CPU features numpy dispatches on and the BLAS kernels OpenBLAS cho
 
 The same shard spec gives bitwise the same numbers on machines with the same fingerprint. Two
 CPUs with the same instruction set may still round differently: OpenBLAS picks its kernels by
-CPU model at load time (an AMD CPU with AVX-512 gets the Haswell kernels, an Intel one
-SkylakeX's; `OPENBLAS_CORETYPE` overrides the choice). Values computed once and shared between
+CPU model at load time (SkylakeX's or Haswell's kernels on CPUs with AVX-512, whose sums round
+differently; `OPENBLAS_CORETYPE` overrides the choice). Values computed once and shared between
 processes (`disk_memo`) are therefore kept per fingerprint (`tag`).
 """
 
@@ -25,25 +25,37 @@ CORENAME_SYMBOLS = ("scipy_openblas_get_corename64_", "scipy_openblas_get_corena
 
 
 def numpy_openblas() -> list[str]:
-    """Paths of the OpenBLAS libraries this process has loaded, less scipy's own copy (empty
-    without /proc). scipy's is left out because only some processes load it, and the
-    fingerprint must be the same in every process of a machine; it picks its kernels by the
-    same rule, and scipy's version is in the fingerprint."""
+    """Paths of the OpenBLAS libraries in numpy's own folders (a wheel's `numpy.libs`) or, for
+    a numpy linked to a system OpenBLAS, of the loaded libraries whose file name says openblas;
+    scipy's own copy (`scipy.libs`) is left out: only some processes load it, and the
+    fingerprint must be the same in every process of a machine. Empty without /proc."""
     try:
         maps = Path("/proc/self/maps").read_text().splitlines()
     except OSError:
         return []
-    return sorted({line.split()[-1] for line in maps
-                   if "openblas" in line.rsplit("/", 1)[-1] and ".so" in line
-                   and "/scipy" not in line})
+    loaded = set()
+    for line in maps:
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            loaded.add(fields[5].removesuffix(" (deleted)"))
+    numpy_dir = str(Path(np.__file__).parent)
+    own = {path for path in loaded if path.startswith(numpy_dir) and "openblas" in path.lower()}
+    if own:
+        return sorted(own)
+    return sorted(path for path in loaded if "openblas" in Path(path).name.lower()
+                  and not Path(path).parent.name.startswith("scipy"))
 
 
 def blas_kernels() -> list[str]:
     """The kernel families of numpy's OpenBLAS, e.g. ["Haswell"] ("unknown (file)" for a
-    library without a corename function; empty where none is found)."""
+    library that cannot be asked; ["none found"] where no OpenBLAS is found)."""
     kernels = set()
     for library in numpy_openblas():
-        handle = ctypes.CDLL(library)
+        try:
+            handle = ctypes.CDLL(library)
+        except OSError:
+            kernels.add(f"unknown ({Path(library).name})")
+            continue
         for name in CORENAME_SYMBOLS:
             corename = getattr(handle, name, None)
             if corename is not None:
@@ -52,7 +64,7 @@ def blas_kernels() -> list[str]:
                 break
         else:
             kernels.add(f"unknown ({Path(library).name})")
-    return sorted(kernels)
+    return sorted(kernels) or ["none found"]
 
 
 @lru_cache(maxsize=1)
