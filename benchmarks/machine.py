@@ -17,12 +17,11 @@ def cpu_model() -> str:
     AVX-512 (a virtual machine's name alone, e.g. "AMD EPYC", covers CPUs of several
     generations); platform.processor() elsewhere."""
     try:
-        fields = dict(line.split(":", 1) for line in
-                      Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0].splitlines()
-                      if ":" in line)
+        first_cpu = Path("/proc/cpuinfo").read_text().split("\n\n", 1)[0].splitlines()
     except OSError:
-        return platform.processor() or "unknown"
-    fields = {key.strip(): value.strip() for key, value in fields.items()}
+        first_cpu = []
+    fields = {key.strip(): value.strip() for key, value in
+              (line.split(":", 1) for line in first_cpu if ":" in line)}
     if "model name" not in fields:
         return platform.processor() or "unknown"
     vector = "AVX-512" if "avx512f" in fields.get("flags", "").split() else "no AVX-512"
