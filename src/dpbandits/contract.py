@@ -19,6 +19,7 @@ run and then checks a private policy's ledger, whatever the environment.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,11 +57,11 @@ class RunResult:
     actions: np.ndarray | None = None  # the arm index of each round (round environments)
 
 
-@dataclass(frozen=True)
-class OutcomeTables:
+class OutcomeTables(NamedTuple):
     """A whole run of a round environment, pre-drawn: the arms as the policy acts on them
     (T, K, d), every pull's reward and regret (T, K), all float64, and what the run fills: the
-    per-round regret and reward (float64) and arm index (int64), (T,) each; all C-ordered."""
+    per-round regret and reward (float64) and arm index (int64), (T,) each; all C-ordered. A
+    named tuple of arrays, so that compiled round loops take it as one argument."""
 
     arms: np.ndarray
     rewards: np.ndarray

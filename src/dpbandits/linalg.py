@@ -1,65 +1,145 @@
-"""Linear algebra of the ridge statistics, all from one Cholesky factor (no inverse formed):
-A = LLᵀ from the lower triangle, A⁻¹b, draws N(0, A⁻¹), widths ‖x‖_{A⁻¹}, ln det A, λ_min(A).
+"""Small dense linear algebra for the policies' compiled kernels (`dpbandits.jit`).
 
-The policies call these every round, so the LAPACK/BLAS routines get their arguments by
-position: f2py's keyword parsing costs more than a d = 20 solve (tests/test_linalg.py checks
-that the positional calls return the keyword calls' bits).
+The matrices here are the policies' d × d statistics (d ≤ 50), so plain loops beat calls into
+LAPACK: A = LLᵀ (Cholesky, lower), triangular solves, A⁻¹b, ‖x‖_{A⁻¹} = ‖L⁻¹x‖, ln det A and
+rank-one updates. Eigenvalues go through numpy's `eigvalsh`/`eigh`, which numba compiles to
+LAPACK. Every function takes and returns float64 arrays and can be called from Python as well.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from dpbandits.scipy_kernels import blas, lapack
-
-_dpotrf, _dpotrs, _dtrtrs = lapack.dpotrf, lapack.dpotrs, lapack.dtrtrs
-_dsyevx, _dtrsm = lapack.dsyevx, blas.dtrsm
+from dpbandits.jit import jit
 
 
+@jit
+def cholesky_into(a: np.ndarray, out: np.ndarray) -> bool:
+    """The lower Cholesky factor L of the symmetric matrix whose lower triangle is `a`, written
+    into `out` (upper triangle zero); False when `a` is not positive definite."""
+    n = a.shape[0]
+    for j in range(n):
+        s = a[j, j]
+        for k in range(j):
+            s -= out[j, k] * out[j, k]
+        if not s > 0.0:  # also NaN
+            return False
+        pivot = math.sqrt(s)
+        out[j, j] = pivot
+        for i in range(j + 1, n):
+            s = a[i, j]
+            for k in range(j):
+                s -= out[i, k] * out[j, k]
+            out[i, j] = s / pivot
+        for i in range(j):
+            out[i, j] = 0.0
+    return True
+
+
+@jit
 def cholesky(a: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factor from the lower triangle of a (raises if not positive definite)."""
-    factor, info = _dpotrf(a, 1, 0)  # lower, clean = 0
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Cholesky failed (info = {info})")
-    return factor
+    """Lower Cholesky factor of a symmetric positive definite matrix (lower triangle read)."""
+    out = np.empty_like(a)
+    if not cholesky_into(a, out):
+        raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
+    return out
 
 
+@jit
+def solve_lower_into(factor: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
+    """out = L⁻¹x (forward substitution)."""
+    n = factor.shape[0]
+    for i in range(n):
+        s = x[i]
+        for k in range(i):
+            s -= factor[i, k] * out[k]
+        out[i] = s / factor[i, i]
+
+
+@jit
+def solve_lower_t_into(factor: np.ndarray, y: np.ndarray, out: np.ndarray) -> None:
+    """out = L⁻ᵀy (back substitution); with y ~ N(0, I) a draw from N(0, A⁻¹)."""
+    n = factor.shape[0]
+    for i in range(n - 1, -1, -1):
+        s = y[i]
+        for k in range(i + 1, n):
+            s -= factor[k, i] * out[k]
+        out[i] = s / factor[i, i]
+
+
+@jit
+def solve_lower_t(factor: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """L⁻ᵀy."""
+    out = np.empty_like(y)
+    solve_lower_t_into(factor, y, out)
+    return out
+
+
+@jit
 def cho_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """A⁻¹b from the lower Cholesky factor of A."""
-    out, info = _dpotrs(factor, b, 1)  # lower
-    if info != 0:
-        raise np.linalg.LinAlgError(f"Cholesky solve failed (info = {info})")
+    """A⁻¹b from the lower Cholesky factor L of A: L⁻ᵀ(L⁻¹b)."""
+    y = np.empty_like(b)
+    solve_lower_into(factor, b, y)
+    out = np.empty_like(b)
+    solve_lower_t_into(factor, y, out)
     return out
 
 
-def solve_lower_t(factor: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """L⁻ᵀz: with z ~ N(0, I) this is a draw from N(0, A⁻¹)."""
-    out, info = _dtrtrs(factor, z, 1, 1)  # lower, trans
-    if info != 0:
-        raise np.linalg.LinAlgError(f"triangular solve failed (info = {info})")
-    return out
+@jit
+def dot(x: np.ndarray, y: np.ndarray) -> float:
+    """xᵀy, summed in index order."""
+    total = 0.0
+    for i in range(x.shape[0]):
+        total += x[i] * y[i]
+    return total
 
 
+@jit
+def inverse_norm(factor: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
+    """‖x‖_{A⁻¹} = ‖L⁻¹x‖ (`work` holds L⁻¹x afterwards)."""
+    solve_lower_into(factor, x, work)
+    return math.sqrt(dot(work, work))
+
+
+@jit
 def widths(factor: np.ndarray, arms: np.ndarray) -> np.ndarray:
-    """‖x‖_{A⁻¹} = ‖L⁻¹x‖ for every row x of `arms`."""
-    w = _dtrsm(1.0, factor, arms.T, 0, 1)  # alpha, a, b, side = left, lower
-    return np.sqrt(np.einsum("ij,ij->j", w, w))
+    """‖x‖_{A⁻¹} for every row x of `arms`."""
+    work = np.empty(factor.shape[0])
+    out = np.empty(arms.shape[0])
+    for i in range(arms.shape[0]):
+        out[i] = inverse_norm(factor, arms[i], work)
+    return out
 
 
+@jit
 def log_det(factor: np.ndarray) -> float:
     """ln det A = 2 Σ ln L_ii."""
-    return 2.0 * float(np.log(factor.diagonal()).sum())
+    total = 0.0
+    for i in range(factor.shape[0]):
+        total += math.log(factor[i, i])
+    return 2.0 * total
 
 
-def lambda_min(a_lower: np.ndarray) -> float:
-    """Smallest eigenvalue of the symmetric matrix whose lower triangle is given (LAPACK dsyevx)."""
-    # compute_v = 0, range "I", lower = 1, vl and vu unused (defaults), il = iu = 1
-    w, _, _, _, info = _dsyevx(a_lower, 0, "I", 1, 0.0, 1.0, 1, 1)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"eigenvalue computation failed (info = {info})")
-    return float(w[0])
+@jit
+def add_outer(a: np.ndarray, x: np.ndarray, weight: float) -> None:
+    """a ← a + weight·x xᵀ (the whole matrix)."""
+    n = x.shape[0]
+    for i in range(n):
+        wx = weight * x[i]
+        for j in range(n):
+            a[i, j] += wx * x[j]
 
 
-def symmetric(a_lower: np.ndarray) -> np.ndarray:
-    """Full symmetric matrix from its lower triangle."""
-    return np.tril(a_lower) + np.tril(a_lower, -1).T
+@jit
+def add_scaled(b: np.ndarray, x: np.ndarray, weight: float) -> None:
+    """b ← b + weight·x."""
+    for i in range(b.shape[0]):
+        b[i] += weight * x[i]
+
+
+@jit
+def lambda_min(a: np.ndarray) -> float:
+    """Smallest eigenvalue of a symmetric matrix (the whole matrix is given)."""
+    return np.linalg.eigvalsh(a)[0]

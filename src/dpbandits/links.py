@@ -1,4 +1,9 @@
-"""Link functions μ, μ̇ and potentials b of the GLM reward families (Private-GLM paper, Sec. 4)."""
+"""Link functions μ, μ̇ and potentials b of the GLM reward families (Private-GLM paper, Sec. 4).
+
+Each family is a `kind` (an integer, so that compiled kernels can branch on it) and three
+scalar kernels, `mean(kind, z)`, `mean_dot(kind, z)` and `potential(kind, z)` (b' = μ, b'' = μ̇);
+`Link.mean`, `Link.dot` and `Link.potential` apply the same kernels to every entry of an array.
+"""
 
 from __future__ import annotations
 
@@ -8,68 +13,133 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits.scipy_kernels import special
-
-expit, log_ndtr, ndtr = special.expit, special.log_ndtr, special.ndtr
+from dpbandits.jit import jit
 
 Array = np.ndarray
 
+LOGISTIC_KIND, PROBIT_KIND, LINEAR_KIND = 0, 1, 2
+LINK_KINDS = {"logistic": LOGISTIC_KIND, "probit": PROBIT_KIND, "linear": LINEAR_KIND}
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
+_SQRT_HALF = math.sqrt(0.5)
 
 
-def _logistic_dot(z: Array) -> Array:
-    p = expit(z)
-    return p * (1.0 - p)
+@jit
+def expit(z: float) -> float:
+    """The logistic function 1/(1 + e^{−z}), without overflow for large |z|."""
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
 
 
-def _probit_dot(z: Array) -> Array:
-    return np.exp(-0.5 * np.square(z)) / _SQRT_2PI
+@jit
+def ndtr(z: float) -> float:
+    """The standard normal distribution function Φ(z) = erfc(−z/√2)/2."""
+    return 0.5 * math.erfc(-z * _SQRT_HALF)
 
 
-def _logistic_potential(z: Array) -> Array:
-    return np.logaddexp(0.0, z)
+@jit
+def normal_density(z: float) -> float:
+    """φ(z) = e^{−z²/2}/√(2π)."""
+    return math.exp(-0.5 * z * z) / _SQRT_2PI
 
 
-def _probit_potential(z: Array) -> Array:
-    return z * ndtr(z) + np.exp(-0.5 * np.square(z)) / _SQRT_2PI
+@jit
+def mean(kind: int, z: float) -> float:
+    """μ(z): logistic 1/(1 + e^{−z}), probit Φ(z), linear z."""
+    if kind == LOGISTIC_KIND:
+        return expit(z)
+    if kind == PROBIT_KIND:
+        return ndtr(z)
+    return z
 
 
-def _identity(z: Array) -> Array:
-    return np.asarray(z, dtype=float)
+@jit
+def mean_dot(kind: int, z: float) -> float:
+    """μ̇(z): logistic μ(1 − μ), probit φ(z), linear 1."""
+    if kind == LOGISTIC_KIND:
+        p = expit(z)
+        return p * (1.0 - p)
+    if kind == PROBIT_KIND:
+        return normal_density(z)
+    return 1.0
 
 
-def _ones(z: Array) -> Array:
-    return np.ones_like(np.asarray(z, dtype=float))
+@jit
+def potential(kind: int, z: float) -> float:
+    """b(z) with b' = μ: logistic ln(1 + e^z), probit zΦ(z) + φ(z), linear z²/2."""
+    if kind == LOGISTIC_KIND:
+        return max(z, 0.0) + math.log1p(math.exp(-abs(z)))
+    if kind == PROBIT_KIND:
+        return z * ndtr(z) + normal_density(z)
+    return 0.5 * z * z
 
 
-def _square_half(z: Array) -> Array:
-    return 0.5 * np.square(z)
+@jit
+def _apply(which: int, kind: int, z: np.ndarray) -> np.ndarray:
+    """mean (0), mean_dot (1) or potential (2) of every entry of the 1-d array z."""
+    out = np.empty(z.shape[0])
+    for i in range(z.shape[0]):
+        if which == 0:
+            out[i] = mean(kind, z[i])
+        elif which == 1:
+            out[i] = mean_dot(kind, z[i])
+        else:
+            out[i] = potential(kind, z[i])
+    return out
+
+
+def _elementwise(which: int, kind: int) -> Callable[[Array], Array]:
+    def apply(z: Array) -> Array:
+        array = np.asarray(z, dtype=float)
+        out = _apply(which, kind, np.ascontiguousarray(array.reshape(-1))).reshape(array.shape)
+        return out if array.ndim else out[()]
+
+    return apply
 
 
 def _log_expit(z: Array) -> Array:
-    return -np.logaddexp(0.0, -z)
+    return -np.logaddexp(0.0, -np.asarray(z, dtype=float))
+
+
+def _log_ndtr(z: Array) -> Array:
+    from scipy.special import log_ndtr
+
+    return log_ndtr(z)
 
 
 @dataclass(frozen=True)
 class Link:
-    """A reward family: mean μ, derivative μ̇, potential b (b' = μ), sup μ̇ and the reward bound R."""
+    """A reward family: its kernel `kind`, mean μ, derivative μ̇ and potential b (b' = μ) on
+    arrays, sup μ̇ and the reward bound R; the binary families' log μ and log(1 − μ)."""
 
     name: str
-    mean: Callable[[Array], Array]
-    dot: Callable[[Array], Array]
-    potential: Callable[[Array], Array]
+    kind: int
     sup_dot: float
     reward_bound: float
     log_mean: Callable[[Array], Array] | None = None
     log_one_minus_mean: Callable[[Array], Array] | None = None
     binary: bool = True
 
+    @property
+    def mean(self) -> Callable[[Array], Array]:
+        return _elementwise(0, self.kind)
+
+    @property
+    def dot(self) -> Callable[[Array], Array]:
+        return _elementwise(1, self.kind)
+
+    @property
+    def potential(self) -> Callable[[Array], Array]:
+        return _elementwise(2, self.kind)
+
     def kappa_public(self, S: float) -> float:
         """κ_pub = 1/μ̇(S): the data-independent bound for ‖x‖ ≤ 1, ‖θ*‖ ≤ S.
 
         docs/glm.md, "Non-linearity constants"; the paper defines κ in its Section 4.1.
         """
-        return float(1.0 / self.dot(np.array(S, dtype=float)))
+        return 1.0 / mean_dot(self.kind, float(S))
 
     @property
     def kappa_star_public(self) -> float:
@@ -79,55 +149,29 @@ class Link:
 
 LOGISTIC = Link(
     name="logistic",
-    mean=expit,
-    dot=_logistic_dot,
-    potential=_logistic_potential,
+    kind=LOGISTIC_KIND,
     sup_dot=0.25,
     reward_bound=1.0,
     log_mean=_log_expit,
-    log_one_minus_mean=lambda z: _log_expit(-z),
+    log_one_minus_mean=lambda z: _log_expit(-np.asarray(z, dtype=float)),
 )
 PROBIT = Link(
     name="probit",
-    mean=ndtr,
-    dot=_probit_dot,
-    potential=_probit_potential,
+    kind=PROBIT_KIND,
     sup_dot=1.0 / _SQRT_2PI,
     reward_bound=1.0,
-    log_mean=log_ndtr,
-    log_one_minus_mean=lambda z: log_ndtr(-z),
+    log_mean=_log_ndtr,
+    log_one_minus_mean=lambda z: _log_ndtr(-np.asarray(z, dtype=float)),
 )
 LINEAR = Link(
     name="linear",
-    mean=_identity,
-    dot=_ones,
-    potential=_square_half,
+    kind=LINEAR_KIND,
     sup_dot=1.0,
     reward_bound=1.0,
     binary=False,
 )
 
 LINKS: dict[str, Link] = {link.name: link for link in (LOGISTIC, PROBIT, LINEAR)}
-LINK_KINDS = {"logistic": 0, "probit": 1, "linear": 2}  # the compiled kernels' (glm_links.h)
-
-
-def compiled_dot(link: Link) -> bool:
-    """Whether the compiled kernels compute this link's μ̇ as `Link.dot` does: the logistic
-    link's `expit` a numpy ufunc (scipy's; a Python wrapper under `SCIPY_ARRAY_API=1`)."""
-    return link.name in LINK_KINDS and (link.name != "logistic" or isinstance(expit, np.ufunc))
-
-
-def compiled_mean(link: Link) -> bool:
-    """Whether the compiled kernels compute this link's μ as `Link.mean` does: by its ufunc
-    (expit, ndtr), or the identity."""
-    return link.name == "linear" or (link.name in LINK_KINDS
-                                     and isinstance(link.mean, np.ufunc))
-
-
-def compiled_mean_ufunc(link: Link) -> np.ufunc | None:
-    """What the compiled kernels take for a `compiled_mean` link's μ: its ufunc, or None for
-    the identity (linear)."""
-    return None if link.name == "linear" else link.mean
 
 
 def get_link(name: str) -> Link:

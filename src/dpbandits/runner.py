@@ -1,14 +1,13 @@
 """The runner: plays one policy on one environment, whatever its kind, and closes the ledger.
 
-Every loop of the project lives here (docs/architecture.md): the round loop, the replay loop
-of Li et al. (2011), the hand-over to a batched policy and the lockstep loop that plays several
-trials together. After the last round the runner calls `policy.finish()` and then checks a
-private policy's ledger, so no environment can skip it.
+Every loop of the project lives here (docs/architecture.md): the round loop (or the hand-over
+to a policy's compiled rounds on pre-drawn tables), the replay loop of Li et al. (2011) and the
+hand-over to a batched policy. After the last round the runner calls `policy.finish()` and
+then checks a private policy's ledger, so no environment can skip it.
 """
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable, Sequence
 
@@ -24,7 +23,7 @@ from dpbandits.contract import (
 )
 from dpbandits.data import DataError
 from dpbandits.errors import ConfigError
-from dpbandits.policies.base import BatchedPolicy, Lockstep, Policy
+from dpbandits.policies.base import BatchedPolicy, Policy
 
 
 def run_policy(policy: Policy, env: Environment) -> RunResult:
@@ -34,24 +33,8 @@ def run_policy(policy: Policy, env: Environment) -> RunResult:
 
 
 def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[RunResult]:
-    """`run_policy` of every (policy, environment) pair: together in lockstep when the
-    algorithm has a driver that accepts them and they share one pre-drawn arm table, else one
-    after another. The results are the same bits either way; a lockstep run's wall time is
-    split evenly over its trials."""
-    driver = _lockstep_driver(policies, envs)
-    if driver is None:
-        return [run_policy(policy, env) for policy, env in zip(policies, envs, strict=True)]
-    for policy, env in zip(policies, envs, strict=True):
-        policy.begin(env)
-    start = time.perf_counter()
-    lockstep = driver.build(list(policies))
-    if lockstep is None:
-        return [_run_begun(policy, env) for policy, env in zip(policies, envs, strict=True)]
-    regret, reward, actions = _lockstep_loop(lockstep, policies, envs)  # type: ignore[arg-type]
-    share = (time.perf_counter() - start) / len(policies)
-    return [_close(policy, env, regret[i], reward[i], actions[i], {},
-                   time.perf_counter() - share)
-            for i, (policy, env) in enumerate(zip(policies, envs, strict=True))]
+    """`run_policy` of every (policy, environment) pair, one after another."""
+    return [run_policy(policy, env) for policy, env in zip(policies, envs, strict=True)]
 
 
 def _run_begun(policy: Policy, env: Environment) -> RunResult:
@@ -86,87 +69,6 @@ def _close(policy: Policy, env: Environment, regret: np.ndarray, reward: np.ndar
         diagnostics.update(env.reference_rewards(regret))
     diagnostics.update(extra)
     return RunResult(regret, reward, policy.events(), diagnostics, wall, actions)
-
-
-def lockstep_name(cls: type[Policy]) -> str:
-    """The "module:Class" of the `Lockstep` driver this class names itself ("" for none: a
-    subclass does not inherit its parent's, since it may play otherwise)."""
-    return str(vars(cls).get("lockstep", ""))
-
-
-def _lockstep_driver(policies: Sequence[Policy], envs: Sequence[Environment]
-                     ) -> type[Lockstep] | None:
-    """The `Lockstep` class that the policies' own class names (`lockstep_name`), when ≥ 2
-    distinct policies with distinct generators and the same arm
-    preparation play round environments on one shared arm table covering the horizon."""
-    if len(policies) < 2:
-        return None
-    first = type(policies[0])
-    name = lockstep_name(first)
-    horizon = envs[0].horizon
-    table = getattr(envs[0], "contexts", None)
-    if (not name or isinstance(policies[0], BatchedPolicy)
-            or any(type(p) is not first or p.clips_contexts != policies[0].clips_contexts
-                   for p in policies)
-            or len({id(p) for p in policies}) < len(policies)
-            or len({id(p.rng) for p in policies}) < len(policies)
-            or not isinstance(table, np.ndarray) or table.ndim != 3 or len(table) < horizon
-            or any(not isinstance(env, RoundEnvironment) or env.contexts is not table
-                   or env.horizon != horizon for env in envs)):
-        return None
-    module, cls = name.split(":")
-    return getattr(importlib.import_module(module), cls)
-
-
-def _lockstep_loop(lockstep: Lockstep, policies: Sequence[Policy],
-                   envs: Sequence[RoundEnvironment]
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """select → pull → update for every round, all trials at once (`run_trials`)."""
-    horizon = envs[0].horizon
-    regret = np.empty((len(envs), horizon))
-    reward = np.empty((len(envs), horizon))
-    actions = np.empty((len(envs), horizon), dtype=np.int64)
-    prepared, table = _prepared_tables(policies[0], envs[0])
-    arms_at = _arm_source(policies[0], envs[0], prepared)
-    pulls = [env.pull for env in envs]
-    tables = _stacked_outcomes(envs, horizon)
-    trials = np.arange(len(envs))
-    t = 0
-    while t < horizon:
-        if tables is not None and table is not None:  # the stretches it plays at once
-            t = lockstep.play_rounds(t, horizon, table, tables, (regret, reward, actions))
-            if t == horizon:
-                break
-        arms = arms_at(t)
-        chosen = lockstep.select(t, arms)
-        actions[:, t] = chosen
-        if tables is None:
-            for i, pull in enumerate(pulls):
-                reward[i, t], regret[i, t] = pull(t, int(chosen[i]))
-        else:
-            reward[:, t] = tables[0][trials, t, chosen]
-            regret[:, t] = tables[1][trials, t, chosen]
-        lockstep.update(t, arms[chosen], reward[:, t])
-        t += 1
-    lockstep.close()
-    return regret, reward, actions
-
-
-def _stacked_outcomes(envs: Sequence[RoundEnvironment], horizon: int
-                      ) -> tuple[np.ndarray, np.ndarray] | None:
-    """Every environment's reward and regret tables stacked (trial, round, arm), what their
-    `pull`s give; None where one has none (or has them from another class than `pull`)."""
-    rewards, regrets = [], []
-    for env in envs:
-        outcomes = _declared_outcomes(env)
-        if outcomes is None or any(len(o) < horizon for o in outcomes):
-            return None
-        rewards.append(outcomes[0][:horizon])
-        regrets.append(outcomes[1][:horizon])
-    if len({r.shape for r in rewards + regrets}) != 1:
-        return None
-    return (np.stack(rewards).astype(float, copy=False),
-            np.stack(regrets).astype(float, copy=False))
 
 
 def _prepared_tables(policy: Policy, env: RoundEnvironment

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,8 +30,11 @@ class Policy:
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = ()
     audits: ClassVar[tuple[PolicyAudit, ...]] = ()  # a private policy's end-to-end audits
-    lockstep: ClassVar[str] = ""  # "module:Class" of its `Lockstep` driver, "" for none
     plays_tables: ClassVar[bool] = False  # has `play_table` (the class's own, not inherited)
+    # The functions that pick the arm and that learn from a reward: what `select`/`update`
+    # and every compiled round loop call (`dpbandits list algorithms` names them).
+    decision_rule: ClassVar[Callable[..., Any] | None] = None
+    update_rule: ClassVar[Callable[..., Any] | None] = None
     defaults: ClassVar[dict[str, Any]] = {}  # derived from `parameters`
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -138,38 +142,6 @@ class BatchedPolicy(Policy):
 
     def play_batched(self, env: FixedActionEnvironment) -> tuple[np.ndarray, np.ndarray]:
         """Every round of the run at once: (per-round pseudo-regret, per-round reward)."""
-        raise NotImplementedError
-
-
-class Lockstep:
-    """Several trials of one algorithm played together, round by round, on one shared arm
-    table: each round's numpy calls act on the trials' stacked state at once. Every trial gives
-    the bits it gives alone (docs/architecture.md, "Runner"); the runner drives it."""
-
-    @classmethod
-    def build(cls, policies: list[Policy]) -> Lockstep | None:
-        """The driver of these (begun) policies, or None when it cannot drive them."""
-        raise NotImplementedError
-
-    def select(self, t: int, arms: np.ndarray) -> np.ndarray:
-        """Each trial's action for round t on the shared (prepared) arms."""
-        raise NotImplementedError
-
-    def update(self, t: int, chosen: np.ndarray, rewards: np.ndarray) -> None:
-        """Feed each trial its chosen arm (row i of `chosen`) and its reward."""
-        raise NotImplementedError
-
-    def play_rounds(self, t: int, stop: int, arms: np.ndarray,
-                    outcomes: tuple[np.ndarray, np.ndarray],
-                    trace: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
-        """Rounds t, t + 1, … before `stop` played at once where the driver can: on the arm
-        table as the trials act on it (T, K, d) and their reward and regret tables (trial,
-        round, arm), filling `trace` (regret, reward, arm; trial × round) with what select →
-        pull → update would. Returns the first round left to `select`/`update` (t: none)."""
-        return t
-
-    def close(self) -> None:
-        """Leave every policy in the state its own run would have left it in."""
         raise NotImplementedError
 
 

@@ -1,12 +1,11 @@
 """Shared machinery of the AdaPrivate-TS paper's linear policies (docs/ts.md, "Shared machinery").
 
-Ridge statistics A = λI + Σ x xᵀ (lower triangle kept, rank-one BLAS updates) and b = λθ₀ + …;
-A is factorised afresh whenever it changed (A = LLᵀ, O(d³/3), no inverse formed), so TS draws
+Ridge statistics A = λI + Σ x xᵀ and b = λθ₀ + Σ r x, updated by `ridge_update`; A is
+factorised afresh when a rule needs it (A = LLᵀ, no inverse formed), so TS draws
 ξ = v·L⁻ᵀz ~ N(0, v²A⁻¹) and widths ‖x‖_{A⁻¹} = ‖L⁻¹x‖ cost a triangular solve each.
 Features are clipped to the unit ball and rewards to [0, 1] before any statistic uses them.
-
-The factorisations come from `dpbandits.linalg`; the exact-noise helpers give bit for bit what
-`ExactNoise.snap`/`gaussian` and `inflate_for_snapping` give (tests/policies/test_linear_core.py).
+The kernels (`dpbandits.jit`) are what both the policies' `select`/`update` and their compiled
+round loops call.
 """
 
 from __future__ import annotations
@@ -18,7 +17,8 @@ import numpy as np
 
 from dpbandits.contract import Environment, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.linalg import cho_solve, cholesky, symmetric, widths
+from dpbandits.jit import jit
+from dpbandits.linalg import add_outer, add_scaled, cho_solve, cholesky, dot, inverse_norm
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
 from dpbandits.privacy import _exact
@@ -30,31 +30,41 @@ from dpbandits.privacy.exact_noise import (
     noise_for,
 )
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
-from dpbandits.scipy_kernels import blas
 
 ZCDP_CONVERSIONS = ("classic", "tight")
 SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)
 INFLATE_STEPS = 200  # as inflate_for_snapping; on no convergence it is called to raise
 MEMO_SIZE = 4096  # calibrations remembered per policy (a memo, cleared when full)
 
-_dsyr = blas.dsyr
 
-
+@jit
 def ucb_index(arms: np.ndarray, theta: np.ndarray, factor: np.ndarray, scale: float) -> int:
-    """argmax of xᵀθ + scale·‖x‖_{A⁻¹}, bit for bit `(arms @ θ + scale * widths).argmax()`."""
-    scores = widths(factor, arms)
-    if scale != 1.0:  # 1·w is w: no bit changes
-        scores *= scale
-    scores += arms @ theta
-    return int(scores.argmax())
+    """The first argmax over the rows x of `arms` of xᵀθ + scale·‖x‖_{A⁻¹} (A = LLᵀ)."""
+    work = np.empty(theta.shape[0])
+    best, index = -np.inf, 0
+    for i in range(arms.shape[0]):
+        score = dot(arms[i], theta) + scale * inverse_norm(factor, arms[i], work)
+        if score > best:
+            best, index = score, i
+    return index
 
 
-def add_reward(b: np.ndarray, x: np.ndarray, r: float) -> None:
-    """b ← b + r·x in place, bit for bit numpy's `b += r * x` (r = 1: 1·x is x itself)."""
-    if r == 1.0:
-        b += x
-    else:
-        b += r * x
+@jit
+def greedy_index(arms: np.ndarray, theta: np.ndarray) -> int:
+    """The first argmax over the rows x of `arms` of xᵀθ."""
+    best, index = -np.inf, 0
+    for i in range(arms.shape[0]):
+        score = dot(arms[i], theta)
+        if score > best:
+            best, index = score, i
+    return index
+
+
+@jit
+def ridge_update(A: np.ndarray, b: np.ndarray, x: np.ndarray, r: float) -> None:
+    """A ← A + x xᵀ, b ← b + r·x (ridge regression's statistics, one observation)."""
+    add_outer(A, x, 1.0)
+    add_scaled(b, x, r)
 
 
 def snapped_release(noise: Noise, value: Any, sigma: float) -> np.ndarray:
@@ -111,31 +121,6 @@ class AnyFamily(tuple):
 ANY_FAMILY = AnyFamily(("any",))
 
 
-class NormalStream:
-    """Standard normal vectors of length d from one generator, drawn in blocks.
-
-    A block of shape (m, d) holds the same numbers as m successive draws of size d, so the
-    stream equals drawing one vector per call; it is only cheaper.
-    """
-
-    def __init__(self, rng: np.random.Generator, d: int, block: int) -> None:
-        self.rng, self.d, self.block = rng, d, max(1, int(block))
-        self.table = np.empty((0, d))
-        self.i = 0
-
-    def next(self) -> np.ndarray:
-        table, i = self.remaining()
-        self.i = i + 1
-        return table[i]
-
-    def remaining(self) -> tuple[np.ndarray, int]:
-        """The current block and the index of its next row (a new block when it is used up)."""
-        if self.i >= len(self.table):
-            self.table = self.rng.standard_normal((self.block, self.d))
-            self.i = 0
-        return self.table, self.i
-
-
 def zcdp_rho(epsilon: float, delta: float, conversion: str) -> float:
     """ρ for a target (ε, δ): classic inverse (paper Eq. (2.8)) or dp-accounting's tight one."""
     if conversion == "tight":
@@ -184,15 +169,9 @@ class LinearPolicy(Policy):
 
     def reset(self) -> None:
         """A = λI, b = λθ₀, then the subclass state."""
-        self.A = np.asfortranarray(self.lam * np.eye(self.d))
+        self.A = self.lam * np.eye(self.d)
         self.b = self.lam * self.theta0
-        self.gram_version = 0  # counts the rank-one updates of A
-        self._factor: tuple[int, np.ndarray] | None = None
-        self._mean: tuple[int, np.ndarray] | None = None
         self._calibrated: dict[tuple[float, float], float] = {}
-        block = min(self.horizon, 10_000)
-        self.explore_normals = NormalStream(self.explore_rng, self.d, block)
-        self.noise_normals = NormalStream(self.noise_rng, self.d, block)
         self.setup()
 
     def setup(self) -> None:
@@ -210,31 +189,16 @@ class LinearPolicy(Policy):
 
     @property
     def gram(self) -> np.ndarray:
-        """The current design matrix A (full symmetric copy)."""
-        return symmetric(self.A)
-
-    def add_to_gram(self, x: np.ndarray) -> None:
-        """A ← A + x xᵀ (lower triangle, BLAS dsyr in place)."""
-        _dsyr(1.0, x, 1, 1, 0, len(x), self.A, 1)
-        self.gram_version += 1
-
-    def gram_updated(self, rounds: int) -> None:
-        """Count `rounds` rank-one updates of A made in place by compiled rounds."""
-        self.gram_version += rounds
+        """The current design matrix A."""
+        return self.A.copy()
 
     def factor(self) -> np.ndarray:
-        """Lower Cholesky factor of the current A, computed once per change of A."""
-        cached = self._factor
-        if cached is None or cached[0] != self.gram_version:
-            cached = self._factor = (self.gram_version, cholesky(self.A))
-        return cached[1]
+        """Lower Cholesky factor of the current A."""
+        return cholesky(self.A)
 
     def ridge_mean(self) -> np.ndarray:
-        """A⁻¹b, once per change of A, for policies that change b only with A (in `observe`)."""
-        cached = self._mean
-        if cached is None or cached[0] != self.gram_version:
-            cached = self._mean = (self.gram_version, cho_solve(self.factor(), self.b))
-        return cached[1]
+        """θ̂ = A⁻¹b."""
+        return cho_solve(self.factor(), self.b)
 
     def gaussian_release(self, value: np.ndarray, sigma: float) -> np.ndarray:
         """value + noise of scale σ: exact discrete noise on the snapped value (strict) or

@@ -7,15 +7,51 @@ from typing import ClassVar
 import numpy as np
 
 from dpbandits.contract import OutcomeTables
-from dpbandits.linalg import solve_lower_t
+from dpbandits.jit import jit
+from dpbandits.linalg import cho_solve, cholesky, solve_lower_t
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
     LinearPolicy,
-    add_reward,
+    greedy_index,
+    ridge_update,
     ucb_index,
 )
-from dpbandits.policies.ridge_rounds import MEAN_EVERY_ROUND, TS, UCB, play_rounds
+from dpbandits.policies.tables import pull
+from dpbandits.privacy.clipping import clip_reward
+
+
+@jit
+def linucb_arm(A: np.ndarray, b: np.ndarray, alpha: float, arms: np.ndarray) -> int:
+    """LinUCB (Li et al. 2010, Alg. 1): argmax_x xᵀθ̂ + α‖x‖_{A⁻¹}, θ̂ = A⁻¹b."""
+    factor = cholesky(A)
+    return ucb_index(arms, cho_solve(factor, b), factor, alpha)
+
+
+@jit
+def lints_arm(A: np.ndarray, b: np.ndarray, v: float, arms: np.ndarray,
+              rng: np.random.Generator) -> int:
+    """Linear TS (Agrawal & Goyal 2013): argmax_x xᵀθ̃, θ̃ = θ̂ + v·L⁻ᵀz ~ N(A⁻¹b, v²A⁻¹)."""
+    factor = cholesky(A)
+    sample = solve_lower_t(factor, rng.standard_normal(A.shape[0]))
+    return greedy_index(arms, cho_solve(factor, b) + v * sample)
+
+
+@jit
+def linucb_rounds(A: np.ndarray, b: np.ndarray, alpha: float, tables: OutcomeTables) -> None:
+    """Every round of LinUCB on pre-drawn tables."""
+    for t in range(tables.arms.shape[0]):
+        i = linucb_arm(A, b, alpha, tables.arms[t])
+        ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
+
+
+@jit
+def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, rng: np.random.Generator,
+                 tables: OutcomeTables) -> None:
+    """Every round of LinTS on pre-drawn tables."""
+    for t in range(tables.arms.shape[0]):
+        i = lints_arm(A, b, v, tables.arms[t], rng)
+        ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
 
 
 class LinUCB(LinearPolicy):
@@ -23,6 +59,8 @@ class LinUCB(LinearPolicy):
 
     name = "LinUCB"
     plays_tables = True
+    decision_rule = staticmethod(linucb_arm)
+    update_rule = staticmethod(ridge_update)
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters, ALPHA)
 
@@ -30,15 +68,13 @@ class LinUCB(LinearPolicy):
         self.alpha = float(self.params["alpha"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        theta = self.ridge_mean()
-        return ucb_index(arms, theta, self.factor(), self.alpha)
+        return linucb_arm(self.A, self.b, self.alpha, arms)
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        self.add_to_gram(x)
-        add_reward(self.b, x, r)
+        ridge_update(self.A, self.b, x, r)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        play_rounds(self, tables, 0, UCB, self.alpha, MEAN_EVERY_ROUND, np.empty(self.d))
+        linucb_rounds(self.A, self.b, self.alpha, tables)
 
 
 class LinTS(LinearPolicy):
@@ -46,6 +82,8 @@ class LinTS(LinearPolicy):
 
     name = "LinTS"
     plays_tables = True
+    decision_rule = staticmethod(lints_arm)
+    update_rule = staticmethod(ridge_update)
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters, number("v", 1.0, "exploration scale v of N(θ̂, v²A⁻¹)", gt=0))
 
@@ -53,18 +91,10 @@ class LinTS(LinearPolicy):
         self.v = float(self.params["v"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        theta = self.ridge_mean()
-        sample = solve_lower_t(self.factor(), self.explore_normals.next())
-        if self.v != 1.0:  # 1·ξ is ξ: no bit changes
-            sample *= self.v
-        sample += theta  # θ + v·ξ
-        return int((arms @ sample).argmax())
+        return lints_arm(self.A, self.b, self.v, arms, self.explore_rng)
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        self.add_to_gram(x)
-        add_reward(self.b, x, r)
+        ridge_update(self.A, self.b, x, r)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        t, theta = 0, np.empty(self.d)
-        while t < self.horizon:  # one call per block of exploration normals
-            t = play_rounds(self, tables, t, TS, self.v, MEAN_EVERY_ROUND, theta).t
+        lints_rounds(self.A, self.b, self.v, self.explore_rng, tables)

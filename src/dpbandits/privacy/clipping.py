@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dpbandits.jit import jit
+
 
 def clip_arms(arms: np.ndarray) -> np.ndarray:
     """x ← x / max(1, ‖x‖) row-wise: every feature vector in the unit ball."""
@@ -24,6 +26,7 @@ def clip_table(table: np.ndarray) -> np.ndarray:
     return table
 
 
+@jit
 def clip_reward(r: float) -> float:
     """r ← min(max(r, 0), 1): rewards in [0, 1]."""
-    return min(max(float(r), 0.0), 1.0)
+    return min(max(r, 0.0), 1.0)
