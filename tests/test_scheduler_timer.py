@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from snakemake.scheduling.job_scheduler import JobScheduler
 
 from dpbandits import scheduler_timer
@@ -53,3 +54,25 @@ def test_snakemakes_own_method_starts_a_timer_per_request() -> None:
     for _ in range(50):
         original(scheduler, 0.05)
     assert passes_within(scheduler, 0.3) == 50
+
+
+@pytest.mark.parametrize("version, expected", [
+    ("9.27.0", True), ("9.27.3", True), ("9.99.1", True), ("9.26.9", False), ("10.0.0", False),
+    ("8.30.0", False), ("10.0.0a1", False), ("9.28.0rc1", True),
+])
+def test_only_tested_versions_count_as_tested(version: str, expected: bool) -> None:
+    assert scheduler_timer.tested(version) is expected
+
+
+def test_an_untested_snakemake_keeps_its_own_method() -> None:
+    """Fallback: outside the tested range nothing is replaced."""
+    saved = JobScheduler._schedule_reevalutation
+    try:
+        JobScheduler._schedule_reevalutation = scheduler_timer.ORIGINAL or saved
+        own = JobScheduler._schedule_reevalutation
+        assert scheduler_timer.install("10.1.0") is False
+        assert JobScheduler._schedule_reevalutation is own
+        assert scheduler_timer.install() is True  # the installed 9.x is tested
+        assert JobScheduler._schedule_reevalutation is scheduler_timer._schedule_once
+    finally:
+        JobScheduler._schedule_reevalutation = saved

@@ -78,11 +78,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     if args.what == "algorithms":
         from dpbandits.params import describe
-        from dpbandits.policies import POLICIES
+        from dpbandits.policies import POLICIES, rule_name
 
         for name, cls in POLICIES.items():
             kind = "private" if cls.private else "non-private"
             print(f"{name}\t{kind}\t{','.join(cls.families)}")
+            print(f"    decision rule: {rule_name(cls.decision_rule)}")
+            print(f"    update: {rule_name(cls.update_rule)}")
             for line in describe(cls.parameters):
                 print(f"    {line}")
     elif args.what == "instances":

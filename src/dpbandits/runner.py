@@ -9,7 +9,7 @@ then checks a private policy's ledger, so no environment can skip it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 
@@ -30,11 +30,6 @@ def run_policy(policy: Policy, env: Environment) -> RunResult:
     """begin → the environment's loop → finish → ledger check; the run's trace and records."""
     policy.begin(env)
     return _run_begun(policy, env)
-
-
-def run_trials(policies: Sequence[Policy], envs: Sequence[Environment]) -> list[RunResult]:
-    """`run_policy` of every (policy, environment) pair, one after another."""
-    return [run_policy(policy, env) for policy, env in zip(policies, envs, strict=True)]
 
 
 def _run_begun(policy: Policy, env: Environment) -> RunResult:

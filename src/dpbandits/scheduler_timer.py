@@ -7,6 +7,10 @@ the main process runs about n passes a second, and over a run of a few hundred j
 minutes of CPU (a quadratic cost) taken from the simulations. `install()` replaces the method
 so that a new timer starts only when none is pending; one pass after the timespan is all the
 rate limit needs, since a finishing job wakes the scheduler on its own.
+
+The method is private to Snakemake, so it is replaced only in the Snakemake versions this
+project is tested with (`TESTED`); any other version keeps its own method (correct, only
+costlier), and `install` says so by returning False.
 """
 
 from __future__ import annotations
@@ -16,6 +20,17 @@ import time
 from typing import Any
 
 ORIGINAL: Any = None  # Snakemake's own method, once `install` has replaced it
+TESTED = ((9, 27), (10, 0))  # Snakemake versions [from, to) whose scheduler this patches
+
+
+def tested(version: str) -> bool:
+    """Whether a Snakemake version string lies in the tested range."""
+    parts = []
+    for part in version.split(".")[:2]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    low, high = TESTED
+    return low <= tuple(parts) < high
 
 
 def _schedule_once(scheduler: Any, delay: float) -> None:
@@ -39,11 +54,15 @@ def _schedule_once(scheduler: Any, delay: float) -> None:
     timer.start()
 
 
-def install() -> bool:
-    """Patch `JobScheduler._schedule_reevalutation` (idempotent); False where it is absent."""
+def install(version: str | None = None) -> bool:
+    """Patch `JobScheduler._schedule_reevalutation` (idempotent) in a tested Snakemake
+    (`version`: the installed one by default); False where it is untested or absent."""
     try:
+        from snakemake import __version__
         from snakemake.scheduling.job_scheduler import JobScheduler
     except ImportError:
+        return False
+    if not tested(__version__ if version is None else version):
         return False
     global ORIGINAL
     method = getattr(JobScheduler, "_schedule_reevalutation", None)

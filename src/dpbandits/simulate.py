@@ -13,7 +13,7 @@ from dpbandits.instances.registry import build_instance
 from dpbandits.params import REQUIRED, Declaration, Param, choice, integer, number, validate
 from dpbandits.policies import get_policy_class
 from dpbandits.privacy.ledger import ACCOUNTING_MODES
-from dpbandits.runner import lockstep_name, run_policy, run_trials
+from dpbandits.runner import run_policy
 from dpbandits.seeding import policy_rng
 from dpbandits.storage import ShardData
 
@@ -106,18 +106,11 @@ def run_shard(spec: dict[str, Any], progress: bool = False) -> ShardData:
             log.info("%s trial %d: regret %.2f in %.2fs", spec["algorithm"], trial,
                      rows["regret"][-1][-1], rows["wall"][-1])
 
-    if lockstep_name(cls):  # every trial built first, so that the runner can play them together
-        built = [build(trial) for trial in spec["trials"]]
-        results = run_trials([p for _, p, _ in built], [e for e, _, _ in built])
-        for trial, (_, policy, seconds), result in zip(spec["trials"], built, results,
-                                                       strict=True):
-            record(trial, policy, result, seconds + result.wall_time)
-    else:  # one at a time: a trial's memory is free again before the next is built
-        for trial in spec["trials"]:
-            env, policy, seconds = build(trial)
-            result = run_policy(policy, env)
-            record(trial, policy, result, seconds + result.wall_time)
-            del env, policy, result
+    for trial in spec["trials"]:  # one at a time: a trial's memory is free before the next
+        env, policy, seconds = build(trial)
+        result = run_policy(policy, env)
+        record(trial, policy, result, seconds + result.wall_time)
+        del env, policy, result
     names = sorted({k for d in diagnostics for k in d})
     return ShardData(
         spec=spec,

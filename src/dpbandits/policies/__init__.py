@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,8 @@ from dpbandits.contract import ProblemInfo
 from dpbandits.policies.base import BatchedPolicy, Policy
 from dpbandits.registry import Registry
 
-__all__ = ["POLICIES", "BatchedPolicy", "Policy", "get_policy_class", "make_policy"]
+__all__ = ["POLICIES", "BatchedPolicy", "Policy", "get_policy_class", "make_policy", "rule_name",
+           "rule_source"]
 
 POLICIES: Registry[type[Policy]] = Registry("algorithm", {
     "GLM-UCB": "dpbandits.policies.glm_ucb:GLMUCB",
@@ -48,3 +50,16 @@ def make_policy(name: str, problem: ProblemInfo, rng: np.random.Generator,
                 **kwargs: Any) -> Policy:
     """Instantiate a registered policy by name."""
     return get_policy_class(name)(problem, rng, **kwargs)
+
+
+def rule_source(rule: Callable[..., Any]) -> Callable[..., Any]:
+    """The Python function behind a decision or update rule (a compiled kernel's own)."""
+    return getattr(rule, "py_func", rule)
+
+
+def rule_name(rule: Callable[..., Any] | None) -> str:
+    """`module:qualname` of a decision or update rule ("none" where a policy names none)."""
+    if rule is None:
+        return "none"
+    function = rule_source(rule)
+    return f"{function.__module__}:{function.__qualname__}"

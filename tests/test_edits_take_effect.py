@@ -1,0 +1,183 @@
+"""An edit to a policy's decision rule changes what runs, on every path.
+
+For every registered policy, a copy of the package gets `return 0` as the first statement of
+the decision rule that `dpbandits list algorithms` names; a shard with one trial and a shard
+with ten, through `dpbandits run` and through `snakemake`, must then give other results than
+the unedited package. A copy without the edit must give the same results (the control)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+
+from dpbandits.policies import POLICIES, rule_name, rule_source
+from dpbandits.simulate import run_shard
+
+from conftest import BIN, REPO, snakemake_cmd
+
+pytestmark = pytest.mark.slow
+
+PACKAGE = REPO / "src" / "dpbandits"
+INSTANCES = {
+    "glm": {"generator": "glm_ball", "family": "logistic", "d": 3, "K": 5, "S": 2.0,
+            "horizon": 300, "seed": 7},
+    "linear": {"generator": "linear_sphere", "K": 10, "d": 2, "horizon": 20000, "seed": 7,
+               "redraw": True},
+    "pool": {"generator": "logistic_pool", "d": 5, "n_arms": 20, "K": 5, "horizon": 300,
+             "seed": 7},
+}
+
+
+def instance_for(cls: type) -> dict[str, Any]:
+    """A small instance of a family the policy plays."""
+    families = cls.families
+    if "linear" in families and "logistic" not in families:
+        return INSTANCES["linear"]
+    if isinstance(families, tuple) and "logistic" in families:
+        return INSTANCES["glm"]
+    return INSTANCES["pool"]
+
+
+def spec_for(name: str, trials: int) -> dict[str, Any]:
+    cls = POLICIES.get(name)
+    return {"experiment": "edit", "algorithm": name, "policy": name, "params": {},
+            "epsilon": 1.0 if cls.private else None, "delta": 0.02, "accounting": "strict",
+            "instance": instance_for(cls), "instance_index": 0,
+            "trials": list(range(trials)), "seed": 7}
+
+
+def insert_return_zero(package: Path, rule: Any) -> None:
+    """`return 0` as the first statement of the rule's body (after its docstring), in the
+    copied package's source."""
+    function = rule_source(rule)
+    path = package / Path(inspect.getfile(function)).relative_to(PACKAGE)
+    lines = path.read_text().splitlines(keepends=True)
+    tree = ast.parse("".join(lines))
+    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+                and n.name == function.__name__
+                and function.__code__.co_firstlineno in
+                (n.lineno, *(d.lineno for d in n.decorator_list)))
+    body = node.body
+    docstring = (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                 and isinstance(body[0].value.value, str))
+    first = body[1] if docstring and len(body) > 1 else body[0]
+    if docstring and len(body) == 1:
+        line, indent = body[0].end_lineno, body[0].col_offset
+    else:
+        line, indent = first.lineno - 1, first.col_offset
+    lines.insert(line, " " * indent + "return 0\n")
+    path.write_text("".join(lines))
+
+
+def copy_package(root: Path) -> Path:
+    """The package's sources (and its compiled samplers) copied under root/src."""
+    target = root / "src" / "dpbandits"
+    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__"))
+    return target.parent
+
+
+def environment(src: Path | None, cache: Path) -> dict[str, str]:
+    env = {**os.environ, "DPBANDITS_CACHE": str(cache),
+           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
+
+
+def cli_run(src: Path, cache: Path, spec: dict[str, Any], out: Path) -> np.ndarray:
+    """`dpbandits run --spec` with the package in `src`: the shard's regret curves."""
+    spec_file = out.with_suffix(".json")
+    spec_file.write_text(json.dumps(spec))
+    proc = subprocess.run([sys.executable, "-m", "dpbandits.cli", "run", "--spec",
+                           str(spec_file), "--out", str(out)], env=environment(src, cache),
+                          capture_output=True, text=True, timeout=900, cwd=out.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return regret_of(out)
+
+
+def regret_of(shard: Path) -> np.ndarray:
+    with h5py.File(shard, "r") as handle:
+        return handle["cum_regret"][()]
+
+
+def snakemake_shards(src: Path, cache: Path, name: str, workdir: Path) -> list[Path]:
+    """One `snakemake` run of two experiments of the policy (one trial a shard, and ten trials
+    in one shard) with the package in `src`: their shard files."""
+    spec = spec_for(name, 1)
+    algorithm = {"label": name, "policy": name, "accounting": "strict"}
+    experiment = {"group": "synthetic", "paper": "glm", "instance": spec["instance"],
+                  "algorithms": [algorithm], "epsilons": [1.0] if spec["epsilon"] else [],
+                  "delta": 0.02, "seed": 7, "outputs": []}
+    config = {"results": "results", "paper": "paper", "experiments": {
+        "one": {**experiment, "trials": 1, "trials_per_shard": 1},
+        "ten": {**experiment, "trials": 10, "trials_per_shard": 10}}}
+    workdir.mkdir(parents=True)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        snakemake_cmd("--directory", str(workdir), "--cores", "2", "--configfile",
+                      str(workdir / "config.yaml"), "results/one/summary.csv",
+                      "results/ten/summary.csv"),
+        env=environment(src, cache), capture_output=True, text=True, timeout=1200, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return sorted((workdir / "results").glob("*/shards/**/*.h5"))
+
+
+def unedited(shard: Path) -> np.ndarray:
+    """The regret curves of a shard's spec, run by the unedited package in this process."""
+    with h5py.File(shard, "r") as handle:
+        spec = json.loads(handle.attrs["spec"])
+    return run_shard(spec).cum_regret
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jit-cache")
+
+
+def test_every_policy_names_its_rules() -> None:
+    for name, cls in POLICIES.items():
+        for rule in (cls.decision_rule, cls.update_rule):
+            assert rule is not None, f"{name} names no decision or update rule"
+            function = rule_source(rule)
+            assert Path(inspect.getfile(function)).is_relative_to(PACKAGE), rule_name(rule)
+            assert function.__doc__, f"{rule_name(rule)} has no docstring"
+
+
+@pytest.mark.parametrize("name", POLICIES.names())
+def test_return_zero_in_the_decision_rule_changes_every_path(name: str, tmp_path: Path,
+                                                             cache: Path) -> None:
+    src = copy_package(tmp_path / "edited")
+    insert_return_zero(src / "dpbandits", POLICIES.get(name).decision_rule)
+    for trials in (1, 10):
+        spec = spec_for(name, trials)
+        before = run_shard(spec).cum_regret
+        after = cli_run(src, cache, spec, tmp_path / f"cli-{trials}.h5")
+        assert not np.array_equal(before, after), f"{name}, {trials} trial(s): dpbandits run"
+    shards = snakemake_shards(src, cache, name, tmp_path / "workflow")
+    assert len(shards) == 2
+    for shard in shards:
+        assert not np.array_equal(unedited(shard), regret_of(shard)), f"{name}: {shard}"
+
+
+def test_an_unedited_copy_gives_the_same_results(tmp_path: Path, cache: Path) -> None:
+    """Control: copying the package changes nothing, so a difference above is the edit's."""
+    src = copy_package(tmp_path / "copy")
+    name = "LinTS"
+    for trials in (1, 10):
+        spec = spec_for(name, trials)
+        np.testing.assert_array_equal(run_shard(spec).cum_regret,
+                                      cli_run(src, cache, spec, tmp_path / f"cli-{trials}.h5"))
+    for shard in snakemake_shards(src, cache, name, tmp_path / "workflow"):
+        np.testing.assert_array_equal(unedited(shard), regret_of(shard))
