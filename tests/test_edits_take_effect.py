@@ -25,7 +25,7 @@ import yaml
 from dpbandits.policies import POLICIES, rule_name, rule_source
 from dpbandits.simulate import run_shard
 
-from conftest import BIN, REPO, snakemake_cmd
+from conftest import BIN, REPO
 
 pytestmark = pytest.mark.slow
 
@@ -81,27 +81,25 @@ def insert_return_zero(package: Path, rule: Any) -> None:
     path.write_text("".join(lines))
 
 
-def copy_package(root: Path) -> Path:
-    """The package's sources (and its compiled samplers) copied under root/src."""
-    target = root / "src" / "dpbandits"
-    shutil.copytree(PACKAGE, target, ignore=shutil.ignore_patterns("__pycache__"))
-    return target.parent
+def copy_checkout(root: Path) -> Path:
+    """The repository as a researcher edits it (sources, workflow, configs) copied to root."""
+    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "results", "tests", "benchmarks", "__pycache__", ".snakemake"))
+    return root
 
 
-def environment(src: Path | None, cache: Path) -> dict[str, str]:
-    env = {**os.environ, "DPBANDITS_CACHE": str(cache),
-           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
-    return env
+def environment(checkout: Path, cache: Path) -> dict[str, str]:
+    """The checkout's sources first on the path, the test's own kernel cache."""
+    return {**os.environ, "DPBANDITS_CACHE": str(cache), "PYTHONPATH": str(checkout / "src"),
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-def cli_run(src: Path, cache: Path, spec: dict[str, Any], out: Path) -> np.ndarray:
-    """`dpbandits run --spec` with the package in `src`: the shard's regret curves."""
+def cli_run(checkout: Path, cache: Path, spec: dict[str, Any], out: Path) -> np.ndarray:
+    """`dpbandits run --spec` with the checkout's package: the shard's regret curves."""
     spec_file = out.with_suffix(".json")
     spec_file.write_text(json.dumps(spec))
     proc = subprocess.run([sys.executable, "-m", "dpbandits.cli", "run", "--spec",
-                           str(spec_file), "--out", str(out)], env=environment(src, cache),
+                           str(spec_file), "--out", str(out)], env=environment(checkout, cache),
                           capture_output=True, text=True, timeout=900, cwd=out.parent)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return regret_of(out)
@@ -112,9 +110,9 @@ def regret_of(shard: Path) -> np.ndarray:
         return handle["cum_regret"][()]
 
 
-def snakemake_shards(src: Path, cache: Path, name: str, workdir: Path) -> list[Path]:
-    """One `snakemake` run of two experiments of the policy (one trial a shard, and ten trials
-    in one shard) with the package in `src`: their shard files."""
+def snakemake_shards(checkout: Path, cache: Path, name: str, workdir: Path) -> list[Path]:
+    """One `snakemake` run of the checkout's workflow on two experiments of the policy (one
+    trial a shard, and ten trials in one shard): their shard files."""
     spec = spec_for(name, 1)
     algorithm = {"label": name, "policy": name, "accounting": "strict"}
     experiment = {"group": "synthetic", "paper": "glm", "instance": spec["instance"],
@@ -126,10 +124,11 @@ def snakemake_shards(src: Path, cache: Path, name: str, workdir: Path) -> list[P
     workdir.mkdir(parents=True)
     (workdir / "config.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.run(
-        snakemake_cmd("--directory", str(workdir), "--cores", "2", "--configfile",
-                      str(workdir / "config.yaml"), "results/one/summary.csv",
-                      "results/ten/summary.csv"),
-        env=environment(src, cache), capture_output=True, text=True, timeout=1200, cwd=REPO)
+        [str(BIN / "snakemake"), "-s", str(checkout / "Snakefile"), "results/one/summary.csv",
+         "results/ten/summary.csv", "--directory", str(workdir), "--cores", "2",
+         "--configfile", str(workdir / "config.yaml")],
+        env=environment(checkout, cache), capture_output=True, text=True, timeout=1200,
+        cwd=checkout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return sorted((workdir / "results").glob("*/shards/**/*.h5"))
 
@@ -158,14 +157,14 @@ def test_every_policy_names_its_rules() -> None:
 @pytest.mark.parametrize("name", POLICIES.names())
 def test_return_zero_in_the_decision_rule_changes_every_path(name: str, tmp_path: Path,
                                                              cache: Path) -> None:
-    src = copy_package(tmp_path / "edited")
-    insert_return_zero(src / "dpbandits", POLICIES.get(name).decision_rule)
+    checkout = copy_checkout(tmp_path / "edited")
+    insert_return_zero(checkout / "src" / "dpbandits", POLICIES.get(name).decision_rule)
     for trials in (1, 10):
         spec = spec_for(name, trials)
         before = run_shard(spec).cum_regret
-        after = cli_run(src, cache, spec, tmp_path / f"cli-{trials}.h5")
+        after = cli_run(checkout, cache, spec, tmp_path / f"cli-{trials}.h5")
         assert not np.array_equal(before, after), f"{name}, {trials} trial(s): dpbandits run"
-    shards = snakemake_shards(src, cache, name, tmp_path / "workflow")
+    shards = snakemake_shards(checkout, cache, name, tmp_path / "workflow")
     assert len(shards) == 2
     for shard in shards:
         assert not np.array_equal(unedited(shard), regret_of(shard)), f"{name}: {shard}"
@@ -173,11 +172,11 @@ def test_return_zero_in_the_decision_rule_changes_every_path(name: str, tmp_path
 
 def test_an_unedited_copy_gives_the_same_results(tmp_path: Path, cache: Path) -> None:
     """Control: copying the package changes nothing, so a difference above is the edit's."""
-    src = copy_package(tmp_path / "copy")
+    checkout = copy_checkout(tmp_path / "copy")
     name = "LinTS"
     for trials in (1, 10):
         spec = spec_for(name, trials)
         np.testing.assert_array_equal(run_shard(spec).cum_regret,
-                                      cli_run(src, cache, spec, tmp_path / f"cli-{trials}.h5"))
-    for shard in snakemake_shards(src, cache, name, tmp_path / "workflow"):
+                                      cli_run(checkout, cache, spec, tmp_path / f"cli-{trials}.h5"))
+    for shard in snakemake_shards(checkout, cache, name, tmp_path / "workflow"):
         np.testing.assert_array_equal(unedited(shard), regret_of(shard))

@@ -1,13 +1,14 @@
 # What the terminal shows: the plan when execution starts and a summary at the end, as log
 # records the `dpbandits` logger plugin (default profile) turns into progress lines and a table
 # (dpbandits.run_log). With Snakemake's own handler they print as one line each.
+import json
 import os
 import shutil
 from pathlib import Path
 
 from snakemake.logging import logger
 
-from dpbandits import forkserver, run_cache
+from dpbandits import forkserver, run_cache, warm_up
 from dpbandits.bytecode import precompile
 from dpbandits.run_log import plan_record, summary_record
 
@@ -34,6 +35,14 @@ def stop_forkserver() -> None:
 onstart:
     precompile(Path(workflow.basedir) / "workflow" / "scripts")
     if workflow.local_exec and not workflow.remote_exec and not workflow.touch:
+        # the run's kernels compiled once, on every core (dpbandits.warm_up), then loaded by
+        # the fork server, whose jobs inherit them
+        warm = warm_up.tiny_specs([s.spec for shards in SHARDS.values() for s in shards])
+        seconds = warm_up.compile_kernels(warm, max(1, int(workflow.cores)))
+        if seconds:
+            logger.info(f"dpbandits: compiled the run's kernels in {seconds:.0f} s (once per "
+                        "version of the sources)")
+        os.environ[warm_up.ENV] = json.dumps(warm)
         server = forkserver.start(SERVED_SCRIPTS, f"{RESULTS}/logs/forkserver.log")
         FORKSERVER.append(server)
         os.environ[forkserver.ENV] = server.socket_path

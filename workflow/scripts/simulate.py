@@ -14,10 +14,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 def preload() -> None:
     """Import everything a shard may need (the runner, storage, every policy and generator), ask
-    git once for the commit its shards record and fingerprint the numerics once (the shared
-    cache's folder)."""
+    git once for the commit its shards record, fingerprint the numerics once (the shared
+    cache's folder) and load the run's compiled kernels (`dpbandits.warm_up`)."""
+    import json
+
     import dpbandits.simulate  # noqa: F401
-    from dpbandits import numerics
+    from dpbandits import numerics, warm_up
     from dpbandits.instances.registry import GENERATORS
     from dpbandits.policies import POLICIES
     from dpbandits.storage import git_commit
@@ -29,6 +31,7 @@ def preload() -> None:
             registry.get(name)
     git_commit()
     numerics.tag()
+    warm_up.play(json.loads(os.environ.get(warm_up.ENV, "[]")))  # the run's kernels, loaded
 
 
 def main(argv: list[str]) -> int:
