@@ -14,8 +14,9 @@ from dpbandits.contract import (
     RoundEnvironment,
 )
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.policies.base import BatchedPolicy, Lockstep, Policy
-from dpbandits.runner import run_policy, run_trials
+from dpbandits.policies.base import BatchedPolicy, Policy
+from dpbandits.policies.uniform import Uniform
+from dpbandits.runner import _select_update_loop, run_policy
 
 INFO = ProblemInfo("linear", 2, 3, 6, 1.0)
 ARMS = np.array([[1.0, 0.0], [0.0, 1.0], [0.6, 0.8]])
@@ -151,55 +152,7 @@ class Table(Rounds):
         return self.contexts[t]
 
 
-class Together(Lockstep):
-    """Plays arm t % 3 for every trial; `refuse` makes `build` decline."""
-
-    refuse = False
-
-    def __init__(self, policies: list[Policy]) -> None:
-        self.policies = policies
-
-    @classmethod
-    def build(cls, policies: list[Policy]) -> Together | None:  # type: ignore[override]
-        return None if cls.refuse else cls(policies)
-
-    def select(self, t: int, arms: np.ndarray) -> np.ndarray:
-        return np.full(len(self.policies), t % 3)
-
-    def update(self, t: int, chosen: np.ndarray, rewards: np.ndarray) -> None:
-        for policy, x in zip(self.policies, chosen, strict=True):
-            policy.calls.append(f"together {t}")
-            policy.update(t, x, 0.0)
-
-    def close(self) -> None:
-        for policy in self.policies:
-            policy.calls.append("close")
-
-
-class LockstepOverspender(Overspender):
-    name = "LockstepOverspender-test"
-    lockstep = f"{__name__}:Together"
-
-
 TABLE = np.tile(ARMS, (6, 1, 1))
-
-
-@pytest.mark.parametrize("refuse", [False, True])
-def test_trials_on_one_table_play_in_lockstep_and_close_every_ledger(refuse: bool,
-                                                                      monkeypatch) -> None:
-    monkeypatch.setattr(Together, "refuse", refuse)
-    policies = [_policy(LockstepOverspender, "paper") for _ in range(3)]
-    results = run_trials(policies, [Table(TABLE) for _ in range(3)])
-    alone = run_policy(_policy(Overspender, "paper"), Table(TABLE))
-    for policy, result in zip(policies, results, strict=True):
-        assert result.regret.tolist() == alone.regret.tolist()
-        assert policy.ledger.spent() == (2.0, 0.0)  # finished and closed after the rounds
-        assert policy.calls.count("begin") == 1 and policy.calls[-1] == "finish"
-        assert ("together 5" in policy.calls) is not refuse
-        assert ("close" in policy.calls) is not refuse
-    with pytest.raises(PrivacyBudgetError, match="overspent"):  # strict: checked in lockstep
-        run_trials([_policy(LockstepOverspender) for _ in range(2)],
-                   [Table(TABLE) for _ in range(2)])
 
 
 class TrialTable(Table):
@@ -227,21 +180,22 @@ class OwnPull(TrialTable):
 
 
 @pytest.mark.parametrize("cls", [TrialTable, OwnPull])
-def test_lockstep_outcomes_are_each_trials_pulls(cls: type[TrialTable]) -> None:
-    """Read from the stacked outcome tables, or from `pull` where a subclass overrides it."""
-    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
-    results = run_trials(policies, [cls(TABLE, trial) for trial in range(2)])
-    for trial, result in enumerate(results):
+def test_table_rounds_record_each_pull_as_the_environment_gives_it(cls: type[TrialTable]) -> None:
+    """A policy's compiled rounds read the outcome tables, the values `pull` returns; where a
+    subclass overrides `pull` without saying what its tables are, `select`/`update` play."""
+    for trial in range(2):
         env = cls(TABLE, trial)
-        pulls = np.array([env.pull(t, t % 3) for t in range(len(TABLE))])
+        result = run_policy(Uniform(INFO, np.random.default_rng(trial)), env)
+        pulls = np.array([env.pull(t, int(i)) for t, i in enumerate(result.actions)])
         assert result.reward.tolist() == pulls[:, 0].tolist()
         assert result.regret.tolist() == pulls[:, 1].tolist()
+        assert len(set(result.actions.tolist())) > 1
 
 
-def test_trials_on_different_tables_play_one_after_another() -> None:
-    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
-    run_trials(policies, [Table(TABLE), Table(TABLE.copy())])
-    assert all("together 0" not in policy.calls for policy in policies)
-    policies = [_policy(LockstepOverspender, "paper") for _ in range(2)]
-    run_trials(policies, [Table(TABLE), Table(TABLE)])
-    assert all("together 0" in policy.calls for policy in policies)
+def test_table_rounds_and_select_update_give_the_same_trace() -> None:
+    """Both paths call the same kernels: the table and the round loop agree bit for bit."""
+    env = TrialTable(np.random.default_rng(5).random((40, 3, 2)), 1)
+    table = run_policy(Uniform(INFO, np.random.default_rng(3)), env)
+    rounds = _select_update_loop(Uniform(INFO, np.random.default_rng(3)), env)
+    np.testing.assert_array_equal(table.actions, rounds[2])
+    np.testing.assert_array_equal(table.regret, rounds[0])
