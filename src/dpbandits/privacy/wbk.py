@@ -51,7 +51,7 @@ def forward_diffs_kernel(scale: float, n: int) -> np.ndarray:
             hi = a if a >= b else b
             e = math.exp(-abs(b - a))
             if positive[j] == positive[j + 1]:
-                value = hi + math.log1p(-e)
+                value = hi + math.log1p(-e) if e < 1.0 else -math.inf
                 positive[j] = (b >= a) == positive[j + 1]
             else:
                 value = hi + math.log1p(e)
