@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from dpbandits.errors import ConfigError
-from dpbandits.instances.glm import GLMInstance, draw_theta_and_contexts
+from dpbandits.instances.glm import GLMInstance, ball_draws, draw_theta_and_contexts
 from dpbandits.instances.registry import build_instance
 
 # Reference values (seed 109832, full_norm); κ, κ* and Σ_t max μ as in docs/glm.md,
@@ -118,12 +118,25 @@ def arm_by_arm(seed: int, d: int, K: int, S: float, horizon: int, full_norm: boo
     (109832, 3, 20, 2.0, 400, True), (109832, 5, 20, 3.5, 300, True), (7, 20, 5, 1.0, 200, True),
     (3, 2, 10, 1.0, 300, False), (5, 1, 4, 1.0, 50, True),
 ])
-def test_the_c_draws_are_bitwise_the_arm_by_arm_draws(seed, d, K, S, T, full_norm):
+def test_the_draws_are_bitwise_the_arm_by_arm_draws(seed, d, K, S, T, full_norm):
     theta, contexts = draw_theta_and_contexts(seed, d, K, S, T, full_norm)
     ref_theta, ref_contexts = arm_by_arm(seed, d, K, S, T, full_norm)
     assert np.array_equal(theta, ref_theta) and np.array_equal(contexts, ref_contexts)
     # Negative control: a different seed's table is not equal.
     assert not np.array_equal(contexts, arm_by_arm(seed + 1, d, K, S, T, full_norm)[1])
+
+
+def test_ball_draws_advance_the_generator_as_numpy_does():
+    """The kernel draws from the generator it is given: each arm's d normals, then its
+    uniform, and the generator's next draw is the one numpy would make after the same calls."""
+    g, ref = np.random.default_rng(42), np.random.default_rng(42)
+    normals, radii = np.empty((30, 4)), np.empty(30)
+    ball_draws(g, normals, radii, 0.25)
+    for arm in range(30):
+        assert np.array_equal(normals[arm], ref.normal(0.0, 1.0, size=4))
+        assert radii[arm] == ref.uniform(0.0, 1.0) ** 0.25
+    assert g.random() == ref.random()
+    assert g.bit_generator.state == ref.bit_generator.state
 
 
 def test_contexts_in_unit_ball_and_theta_norm():

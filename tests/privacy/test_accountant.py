@@ -12,7 +12,6 @@ from dp_accounting.rdp import rdp_privacy_accountant as rdp_ref
 
 from dpbandits.disk_memo import flush_all
 from dpbandits.errors import ConfigError
-from dpbandits.privacy import _wbk
 from dpbandits.privacy import accountant as acc
 
 
@@ -183,57 +182,6 @@ def test_bad_input(kwargs: dict) -> None:
     assert "\n" not in str(err.value)
 
 
-def log_a_reference(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
-                    max_terms: int | None = None) -> np.ndarray:
-    """log A_α of WBK Thm 27 for integer orders, every quantity computed in the call."""
-    log_q = math.log(q)
-    f2 = 2.0 / (2.0 * sigma**2)
-    first = min(math.log(4.0) + f2 + math.log1p(-math.exp(-f2)), f2 + math.log(2.0))
-    top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
-    i = np.arange(2, top_order + 1, dtype=float)
-    ii = np.arange(2, top_order + 1)
-    bound = math.log(2.0) + (i - 1.0) * i / (2.0 * sigma**2)
-    exact = alphas <= acc.EXACT_MAX_ORDER
-    n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
-    lo_idx = 2 * (ii[: n_exact - 1] // 2) - 1
-    hi_idx = 2 * ((ii[: n_exact - 1] + 1) // 2) - 1
-    tight = np.minimum(math.log(4.0) + 0.5 * (deltas[lo_idx] + deltas[hi_idx]),
-                       bound[: n_exact - 1])
-    alpha = alphas[:, None].astype(float)
-    log_comb = (acc.gammaln(alpha + 1.0) - acc.gammaln(i + 1.0)
-                - acc.gammaln(np.maximum(alpha - i, 0) + 1.0))
-    terms = np.where(exact[:, None],
-                     np.pad(tight, (0, top_order - n_exact), constant_values=np.inf), bound)
-    terms = terms + i * log_q + log_comb
-    terms[:, 0] = 2 * log_q + log_comb[:, 0] + first
-    terms = np.where(i[None, :] <= alpha, terms, -np.inf)
-    top = np.maximum(terms.max(axis=1), 0.0)
-    return top + np.log(np.exp(-top) + np.exp(terms - top[:, None]).sum(axis=1))
-
-
-def test_log_a_with_what_depends_on_the_orders_kept_gives_the_direct_bits() -> None:
-    """`_log_a_ints` reuses the quantities of its orders from call to call; its bits are
-    those of computing everything in the call, whatever the orders, q, σ and term cut-off."""
-    rng = np.random.default_rng(8)
-    groups = [np.array([2, 3, 8, 64], dtype=np.int64), np.arange(2, 65, dtype=np.int64),
-              np.array([96, 128, 192, 256], dtype=np.int64), np.array([384, 512, 1024]),
-              np.array([2, 96, 256, 512], dtype=np.int64)]
-    for case in range(300):
-        q, sigma = rng.uniform(0.001, 0.999), math.exp(rng.uniform(math.log(0.3), math.log(300)))
-        alphas = groups[case % len(groups)]
-        max_terms = int(rng.choice([64, 100])) if case % 3 == 0 else None
-        deltas = acc._log_forward_diffs(sigma, 256)
-        got = acc._log_a_ints(q, sigma, alphas, deltas, max_terms=max_terms)
-        assert got.tobytes() == log_a_reference(q, sigma, alphas, deltas, max_terms).tobytes()
-    # The control: σ one ulp away gives other bits, so the comparison above can fail.
-    sigma = 2.5
-    deltas = acc._log_forward_diffs(sigma, 256)
-    assert acc._log_a_ints(0.3, math.nextafter(sigma, 9.0), groups[1], deltas).tobytes() != (
-        log_a_reference(0.3, sigma, groups[1], deltas).tobytes())
-    with pytest.raises(ValueError, match="read-only"):
-        acc._order_grid(groups[0].tobytes(), 64).log_comb[0, 0] = 0.0
-
-
 def test_rdp_interpolation_is_the_per_order_formula() -> None:
     """RDP(α) from the log A table: integer orders log A_α/(α − 1), the others
     ((1 − t) log A_⌊α⌋ + t log A_⌈α⌉)/(α − 1), order by order, bit for bit; a table one ulp
@@ -262,33 +210,3 @@ def test_rdp_refuses_negative_or_missing_orders() -> None:
     for orders in ([-0.5, 2.0, 10.0], [2.0, math.nan]):
         with pytest.raises(ConfigError, match="orders .* are not allowed; must be finite"):
             acc.rdp_sampled_gaussian_wor(0.3, 1.0, orders)
-
-
-def test_compiled_log_a_refuses_other_arguments() -> None:
-    grid = acc._order_grid(np.arange(2, 9, dtype=np.int64).tobytes(), 8)
-    deltas = acc._log_forward_diffs(2.0, 8)
-
-    def log_a(**changed: object) -> np.ndarray:
-        given = {"i": grid.i, "exact": grid.exact, "lo_idx": grid.lo_idx, "hi_idx": grid.hi_idx,
-                 "deltas": deltas, "log_comb": grid.log_comb, "inside": grid.inside,
-                 "out": np.empty(7)} | changed
-        _wbk.log_a_ints(math.log(0.3), 8.0, 0.1, math.log(2.0), math.log(4.0),
-                        *given.values())
-        return given["out"]
-
-    assert np.isfinite(log_a()).all()
-    with pytest.raises(ValueError, match="deltas of 3 values is not allowed; must reach index 3"):
-        log_a(deltas=deltas[:3])
-    with pytest.raises(ValueError, match="out is not allowed"):
-        log_a(out=np.empty(6))
-    with pytest.raises(ValueError, match="lo_idx is not allowed"):
-        log_a(lo_idx=grid.lo_idx.astype(np.int32))
-    with pytest.raises(ValueError, match="log_comb is not allowed"):
-        log_a(log_comb=np.asfortranarray(grid.log_comb))
-    with pytest.raises(ValueError, match="exact is not allowed"):
-        log_a(exact=grid.exact.astype(float))
-
-
-def test_log_a_refuses_orders_that_are_not_integers() -> None:
-    with pytest.raises(ConfigError, match="orders .* not allowed; must be integers"):
-        acc._log_a_ints(0.3, 2.0, np.array([2.5, 3.0]), acc._log_forward_diffs(2.0, 8))

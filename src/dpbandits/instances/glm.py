@@ -8,8 +8,8 @@ import numpy as np
 
 from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
-from dpbandits.instances._ball import ball_draws
 from dpbandits.instances.registry import InstanceKind
+from dpbandits.jit import jit
 from dpbandits.links import LINKS, Link, get_link
 from dpbandits.params import REQUIRED, Declaration, boolean, choice, integer, number, validate
 from dpbandits.seeding import reward_rng
@@ -28,6 +28,17 @@ GLM_BALL_KEYS: Declaration = (
 MAX_TABLE_ENTRIES = 10**8  # T·K·d context entries (0.8 GB of float64); the papers need ≤ 1.5e6
 
 
+@jit
+def ball_draws(rng: np.random.Generator, normals: np.ndarray, radii: np.ndarray,
+               inv_d: float) -> None:
+    """Arm by arm: d normals N(0, 1) into a row of `normals`, then one uniform U(0, 1) whose
+    power 1/d is the arm's radius (docs/glm.md, "Instance generator", step 3)."""
+    for arm in range(radii.shape[0]):
+        for j in range(normals.shape[1]):
+            normals[arm, j] = rng.normal(0.0, 1.0)
+        radii[arm] = rng.uniform(0.0, 1.0) ** inv_d
+
+
 def draw_theta_and_contexts(
     seed: int, d: int, K: int, S: float, horizon: int, full_norm: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -35,9 +46,9 @@ def draw_theta_and_contexts(
 
     Steps 1–3 of docs/glm.md, "Instance generator". Each arm takes d normals and then one
     uniform from the same generator, as the authors' per-arm loop draws them (which fixes their
-    instance and its κ values); `_ball.ball_draws` makes those draws in C with numpy's own
-    distribution functions, and each arm is scaled to radius U^(1/d) with its norm from
-    `np.vecdot`, which calls the same BLAS dot per row as `v @ v`.
+    instance and its κ values): `ball_draws` makes those draws, and each arm is scaled to
+    radius U^(1/d) with its norm from `np.vecdot`, which calls the same BLAS dot per row as
+    `v @ v`.
     """
     g = np.random.default_rng(seed)
     u = g.uniform(-1.0, 1.0, size=d)
@@ -46,7 +57,7 @@ def draw_theta_and_contexts(
     normals = np.empty((horizon * K, d))
     radii = np.empty(horizon * K)
     with g.bit_generator.lock:
-        ball_draws(g.bit_generator.capsule, normals, radii, 1.0 / d)
+        ball_draws(g, normals, radii, 1.0 / d)
     norms = np.sqrt(np.vecdot(normals, normals))
     contexts = radii[:, None] * normals / norms[:, None]
     return theta, contexts.reshape(horizon, K, d)

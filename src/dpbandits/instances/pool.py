@@ -20,10 +20,7 @@ from dpbandits.instances.registry import InstanceKind
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number, validate
 from dpbandits.run_cache import cached_arrays
-from dpbandits.scipy_kernels import special
 from dpbandits.seeding import reward_rng
-
-expit = special.expit
 
 MEAN_MODELS = ("logistic", "linear")
 
@@ -74,7 +71,7 @@ def pool_means(theta: np.ndarray, pool: np.ndarray, link: str) -> np.ndarray:
     The linear form is our reconstruction of the paper's "purely linear environment".
     """
     if link == "logistic":
-        return expit(pool @ theta)
+        return get_link("logistic").mean(pool @ theta)
     return 0.5 * (1.0 + pool @ (theta / np.linalg.norm(theta)))
 
 

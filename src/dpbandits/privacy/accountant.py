@@ -4,8 +4,8 @@
 Gaussian mechanisms with noise multiplier σ on a batch of b of n records sampled without
 replacement under the REPLACE_ONE relation (Wang–Balle–Kasiviswanathan 2019, Thm 27), at the
 authors' RDP orders (docs/glm.md, "DP-SGD and the RDP accountant"). The default engine evaluates
-the same bound as dp-accounting's `RdpAccountant` with numpy (all orders at once);
-`engine="dp_accounting"` calls the package.
+the same bound as dp-accounting's `RdpAccountant` (`privacy.wbk`: a compiled forward-difference
+recursion, then numpy over all orders at once); `engine="dp_accounting"` calls the package.
 Results are memoised in-process and persisted under `$DPBANDITS_CACHE` (`disk_memo`).
 """
 
@@ -20,21 +20,15 @@ import numpy as np
 
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
-from dpbandits.privacy import _wbk
-from dpbandits.scipy_kernels import brentq, special
-
-gammaln = special.gammaln
+from dpbandits.privacy.wbk import EXACT_MAX_ORDER, log_a_ints, log_forward_diffs
 
 BASE_ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, *map(float, range(2, 65)),
                                   96.0, 128.0, 192.0, 256.0, 384.0, 512.0)
 SMALL_EPSILON_ORDERS: tuple[float, ...] = (768.0, 1024.0)
 SIGMA_BOUNDS = (1e-5, 4e7)
-EXACT_MAX_ORDER = 256  # dp-accounting's exact/Stirling switch for integer orders
 CACHE_FILE = "accountant-v1.json"
 ENGINES = ("fast", "dp_accounting")
 
-_LOG2 = math.log(2.0)
-_LOG4 = math.log(4.0)
 _memo = DiskMemo(CACHE_FILE)
 
 
@@ -43,71 +37,7 @@ def rdp_orders(epsilon: float) -> tuple[float, ...]:
     return BASE_ORDERS + SMALL_EPSILON_ORDERS if epsilon < 0.3 else BASE_ORDERS
 
 
-# ---------------------------------------------------------------- WBK bound, vectorised
-
-
-def _log_forward_diffs(sigma: float, n: int) -> np.ndarray:
-    """log|Δ^{i+1}| at 0 of (1, e^{cgf(0)}, e^{cgf(1)}, ...), i = 0..n+1 (WBK 2019, Thm 27).
-
-    Same recursion (log-magnitude and sign of successive differences) as dp-accounting's
-    `_get_forward_diffs`, one row of the difference triangle at a time, each row the
-    vectorised numpy pass written out in `_wbk.c` (numpy's own e^x and log1p loops).
-    """
-    deltas = np.empty(n + 2)
-    _wbk.log_forward_diffs(2.0 * float(sigma) ** 2, int(n), deltas)
-    return deltas
-
-
-class _OrderGrid(NamedTuple):
-    """What `_log_a_ints` needs of its orders α and terms i = 2 … top, whatever σ and q are."""
-
-    i: np.ndarray  # the term indices, as floats
-    exact: np.ndarray  # (orders,): α ≤ 256, summed exactly
-    n_exact: int
-    lo_idx: np.ndarray  # forward-difference indices of the exact terms' bound
-    hi_idx: np.ndarray
-    log_comb: np.ndarray  # ln C(α, i)
-    inside: np.ndarray  # i ≤ α
-
-
-@functools.lru_cache(maxsize=64)
-def _order_grid(alphas_key: bytes, top_order: int) -> _OrderGrid:
-    """The `_OrderGrid` of the int64 orders whose bytes are `alphas_key`."""
-    alphas = np.frombuffer(alphas_key, dtype=np.int64)
-    i = np.arange(2, top_order + 1, dtype=float)
-    ii = np.arange(2, top_order + 1)
-    exact = alphas <= EXACT_MAX_ORDER
-    n_exact = min(top_order, max(2, int(alphas[exact].max(initial=2))))
-    alpha = alphas[:, None].astype(float)
-    log_comb = gammaln(alpha + 1.0) - gammaln(i + 1.0) - gammaln(np.maximum(alpha - i, 0) + 1.0)
-    grid = _OrderGrid(i, exact, n_exact, 2 * (ii[: n_exact - 1] // 2) - 1,
-                      2 * ((ii[: n_exact - 1] + 1) // 2) - 1, log_comb, i[None, :] <= alpha)
-    for array in (grid.i, grid.exact, grid.lo_idx, grid.hi_idx, grid.log_comb, grid.inside):
-        array.flags.writeable = False  # shared by every call with these orders
-    return grid
-
-
-def _log_a_ints(q: float, sigma: float, alphas: np.ndarray, deltas: np.ndarray,
-                max_terms: int | None = None) -> np.ndarray:
-    """log A_α of WBK Thm 27 for integer orders α ≥ 2 (exact for α ≤ 256, Stirling beyond).
-
-    `deltas` must reach the largest exact order used. With `max_terms`, only the terms
-    i ≤ max_terms are summed: a lower bound of the full value (all terms are positive).
-    """
-    log_q = math.log(q)
-    scale = 2.0 * sigma**2
-    f2 = 2.0 / scale
-    first = min(_LOG4 + f2 + math.log1p(-math.exp(-f2)), f2 + _LOG2)
-    top_order = int(alphas.max()) if max_terms is None else min(int(alphas.max()), max_terms)
-    orders = np.asarray(alphas)
-    if orders.dtype.kind not in "iu":
-        raise ConfigError(f"orders {orders!r} are not allowed; must be integers (int arrays)")
-    grid = _order_grid(np.ascontiguousarray(orders, dtype=np.int64).tobytes(), top_order)
-    out = np.empty(orders.size)
-    _wbk.log_a_ints(log_q, scale, first, _LOG2, _LOG4, grid.i, grid.exact, grid.lo_idx,
-                    grid.hi_idx, np.ascontiguousarray(deltas, dtype=float), grid.log_comb,
-                    grid.inside, out)
-    return out
+# ---------------------------------------------------------------- RDP from the WBK bound
 
 
 class _OrderPlan(NamedTuple):
@@ -178,10 +108,10 @@ def _log_a_table(q: float, sigma: float, orders: np.ndarray,
     if plan.exact.size or plan.stirling.size:
         need = max(2, int(plan.exact.max(initial=2)))
         if deltas is None or deltas.size < need + 2:
-            deltas = _log_forward_diffs(sigma, need)
+            deltas = log_forward_diffs(sigma, need)
         for group in (plan.exact, plan.stirling):
             if group.size:
-                log_a[group] = _log_a_ints(q, sigma, group, deltas)
+                log_a[group] = log_a_ints(q, sigma, group, deltas)
     return log_a
 
 
@@ -232,12 +162,12 @@ def _epsilon_fast(sigma: float, delta: float, steps: int, q: float,
         return epsilon_from_rdp(orders, steps * rdp_sampled_gaussian_wor(q, sigma, orders), delta)
     mid_mask = (orders > LOW_ORDER_MAX) & (orders <= EXACT_MAX_ORDER)
     cheap, mid = orders[~mid_mask], orders[mid_mask]
-    deltas = _log_forward_diffs(sigma, LOW_ORDER_MAX)
+    deltas = log_forward_diffs(sigma, LOW_ORDER_MAX)
     rdp = _rdp_from_log_a(cheap, _log_a_table(q, sigma, cheap, deltas))
     best = epsilon_from_rdp(cheap, steps * rdp, delta)
     if mid.size:
         mid_int = mid.astype(np.int64)
-        bound = _log_a_ints(q, sigma, mid_int, deltas, max_terms=LOW_ORDER_MAX) / (mid - 1.0)
+        bound = log_a_ints(q, sigma, mid_int, deltas, max_terms=LOW_ORDER_MAX) / (mid - 1.0)
         each = _epsilon_each(mid, steps * bound, delta).tolist()  # each order's own value
         keep = [k for k in range(mid.size) if max(0.0, each[k]) < best]
         if keep:
@@ -358,6 +288,8 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
                               "does not reach it")
         step *= 4.0
         lo, hi = hi, min(hi_b, hi + step)
+    from scipy.optimize import brentq  # scipy.optimize's import: only where a root is sought
+
     root = brentq(gap, lo, hi, xtol=1e-7, rtol=1e-12, maxiter=200)
     # Where ε(σ) jumps, the root may sit on the side with ε slightly above target: move to
     # the private side of the final bracket.

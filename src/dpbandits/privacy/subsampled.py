@@ -15,9 +15,6 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.zcdp import rho_from_epsilon
-from dpbandits.scipy_kernels import brentq, special
-
-gammaln = special.gammaln
 
 PAPER_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8, 16, 32, 64)
 EXTENDED_ORDERS: tuple[int, ...] = (*PAPER_ORDERS, 128, 256)
@@ -44,7 +41,7 @@ def _check_delta(delta: float) -> None:
 
 def _log_rdp_sums(q: float, sigma: float, alphas: np.ndarray) -> np.ndarray:
     """ln Σ_{j≤α} C(α,j)(1−q)^{α−j} q^j exp((j²−j)/(2σ²)) for every α at once, in log space."""
-    from scipy.special import logsumexp  # scipy.special's package import: only where it runs
+    from scipy.special import gammaln, logsumexp  # scipy.special's import: only where it runs
 
     j = np.arange(int(alphas.max()) + 1, dtype=float)[None, :]
     a = alphas.astype(float)[:, None]
@@ -185,6 +182,8 @@ def amp_sigma(
     if eps_at(math.exp(lo)) <= epsilon:
         sigma = math.exp(lo)
     else:
+        from scipy.optimize import brentq  # scipy.optimize's import: only where a root is sought
+
         log_sigma = brentq(lambda x: eps_at(math.exp(x)) - epsilon, lo, hi, xtol=1e-13,
                            rtol=1e-14)
         sigma = math.exp(log_sigma)

@@ -52,7 +52,7 @@ def rho_from_epsilon_tight(epsilon: float, delta: float) -> float:
     """Largest ρ whose tight (dp-accounting) conversion stays within (ε, δ)."""
     _check("epsilon", epsilon, 0.0)
     _check("delta", delta, 0.0, 1.0)
-    from dpbandits.scipy_kernels import brentq  # scipy's kernels: only where a root is sought
+    from scipy.optimize import brentq  # scipy.optimize's import: only where a root is sought
 
     low = rho_from_epsilon(epsilon, delta)
     high = max(low * 4.0, 1e-12)
