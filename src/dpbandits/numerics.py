@@ -1,5 +1,6 @@
 """What decides floating-point results besides this project's code: the numerical libraries'
-versions, the CPU features numpy dispatches on and the BLAS kernels OpenBLAS chose for the CPU.
+versions, the SIMD targets numpy dispatches to, the CPU numba compiles the kernels for and the
+BLAS kernels OpenBLAS chose for the CPU.
 
 The same shard spec gives bitwise the same numbers on machines with the same fingerprint. Two
 CPUs with the same instruction set may still round differently: OpenBLAS picks its kernels by
@@ -69,15 +70,18 @@ def blas_kernels() -> list[str]:
 
 @lru_cache(maxsize=1)
 def fingerprint() -> dict[str, object]:
-    """numpy's and scipy's versions, Python's, the machine, numpy's CPU features and the BLAS
-    kernels (computed once per process: the library state it reads does not change)."""
+    """numpy's, scipy's and numba's versions, Python's, the machine, the SIMD targets numpy
+    dispatches to, the CPU numba compiles for and the BLAS kernels (computed once per process:
+    the library state it reads does not change)."""
+    import llvmlite.binding
+    import numba
     import scipy  # the package alone: its version
 
-    core = getattr(np, "_core", None) or np.core
-    features = core._multiarray_umath.__cpu_features__
-    return {"numpy": np.__version__, "scipy": scipy.__version__,
+    simd = np.show_config(mode="dicts")["SIMD Extensions"]
+    return {"numpy": np.__version__, "scipy": scipy.__version__, "numba": numba.__version__,
             "python": platform.python_version(), "machine": platform.machine(),
-            "cpu_features": sorted(k for k, v in features.items() if v),
+            "simd": {"baseline": simd.get("baseline", []), "found": simd.get("found", [])},
+            "compile_cpu": llvmlite.binding.get_host_cpu_name(),
             "blas_kernels": blas_kernels()}
 
 
