@@ -44,10 +44,12 @@ def log_dets(played: np.ndarray, lam: float = 1.0) -> np.ndarray:
     return np.asarray(out)
 
 
+# thresholds away from ln 2 and its multiples: unit-norm arms make det A_t − det A_τ hit 2
+# exactly, where the test `>` is decided by rounding alone
 @pytest.mark.parametrize("name, params, threshold", [
-    ("zCDP-Episodic", {"c_trigger": 2.0}, math.log(2.0)),
-    ("zCDP-Episodic", {"c_trigger": 4.0}, math.log(4.0)),
-    ("RarelySwitching-zCDP", {"C": 1.0}, math.log(2.0)),
+    ("zCDP-Episodic", {"c_trigger": 2.5}, math.log(2.5)),
+    ("zCDP-Episodic", {"c_trigger": 4.5}, math.log(4.5)),
+    ("RarelySwitching-zCDP", {"C": 1.5}, math.log(2.5)),
 ])
 def test_switch_times_follow_the_log_det_rule(name: str, params: dict, threshold: float) -> None:
     pol, played, states = play(name, 600, **params)

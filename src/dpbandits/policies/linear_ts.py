@@ -29,11 +29,11 @@ def linucb_arm(A: np.ndarray, b: np.ndarray, alpha: float, arms: np.ndarray) -> 
 
 
 @jit
-def lints_arm(A: np.ndarray, b: np.ndarray, v: float, arms: np.ndarray,
-              rng: np.random.Generator) -> int:
-    """Linear TS (Agrawal & Goyal 2013): argmax_x xᵀθ̃, θ̃ = θ̂ + v·L⁻ᵀz ~ N(A⁻¹b, v²A⁻¹)."""
+def lints_arm(A: np.ndarray, b: np.ndarray, v: float, arms: np.ndarray, z: np.ndarray) -> int:
+    """Linear TS (Agrawal & Goyal 2013): argmax_x xᵀθ̃, θ̃ = θ̂ + v·L⁻ᵀz ~ N(A⁻¹b, v²A⁻¹) for
+    the round's standard normal z."""
     factor = cholesky(A)
-    sample = solve_lower_t(factor, rng.standard_normal(A.shape[0]))
+    sample = solve_lower_t(factor, z)
     return greedy_index(arms, cho_solve(factor, b) + v * sample)
 
 
@@ -50,7 +50,7 @@ def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, rng: np.random.Generato
                  tables: OutcomeTables) -> None:
     """Every round of LinTS on pre-drawn tables."""
     for t in range(tables.arms.shape[0]):
-        i = lints_arm(A, b, v, tables.arms[t], rng)
+        i = lints_arm(A, b, v, tables.arms[t], rng.standard_normal(A.shape[0]))
         ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
 
 
@@ -91,7 +91,7 @@ class LinTS(LinearPolicy):
         self.v = float(self.params["v"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        return lints_arm(self.A, self.b, self.v, arms, self.explore_rng)
+        return lints_arm(self.A, self.b, self.v, arms, self.explore_rng.standard_normal(self.d))
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         ridge_update(self.A, self.b, x, r)
