@@ -91,6 +91,13 @@ def cho_solve(factor: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @jit
+def cho_solve_into(factor: np.ndarray, b: np.ndarray, work: np.ndarray, out: np.ndarray) -> None:
+    """out = A⁻¹b from the lower Cholesky factor L of A (`work` holds L⁻¹b afterwards)."""
+    solve_lower_into(factor, b, work)
+    solve_lower_t_into(factor, work, out)
+
+
+@jit
 def dot(x: np.ndarray, y: np.ndarray) -> float:
     """xᵀy, summed in index order."""
     total = 0.0

@@ -15,7 +15,7 @@ from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
-from dpbandits.linalg import cho_solve, cholesky_into, smallest_eigenvalue
+from dpbandits.linalg import cho_solve_into, cholesky_into, smallest_eigenvalue
 from dpbandits.params import Declaration
 from dpbandits.policies.linear_core import (
     ALPHA,
@@ -39,7 +39,7 @@ def dgs_estimate(A: np.ndarray, b: np.ndarray, factor: np.ndarray, theta: np.nda
     returns λ_min(A_t), whose inverse is the release's sensitivity Δ_t."""
     if not cholesky_into(A, factor):
         raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
-    theta[:] = cho_solve(factor, b)
+    cho_solve_into(factor, b, diag, theta)
     return smallest_eigenvalue(A, work, diag, off)
 
 

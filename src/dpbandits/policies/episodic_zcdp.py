@@ -27,7 +27,7 @@ from dpbandits.linalg import (
     add_outer,
     add_scaled,
     cho_solve,
-    cholesky,
+    cho_solve_into,
     cholesky_into,
     dot,
     lambda_min,
@@ -118,16 +118,22 @@ def episode_entry(memo: EpisodeMemo, A: np.ndarray, b: np.ndarray, work: np.ndar
             return i
         i = (i + 1) & (slots - 1)
     if memo.count[0] >= slots // 2:
-        memo.filled[:] = 0
+        for k in range(slots):
+            memo.filled[k] = 0
         memo.count[0] = 0
         i = h & (slots - 1)
     n = A.shape[0]
-    memo.keys[i, :n * n] = A.reshape(n * n)
-    memo.keys[i, n * n:] = b
+    key = memo.keys[i]
+    for j in range(n):
+        for k in range(n):
+            key[j * n + k] = A[j, k]
+        key[n * n + j] = b[j]
     memo.hashes[i] = h
     memo.filled[i] = 1
     memo.count[0] += 1
-    memo.theta[i] = cho_solve(cholesky(A), b)
+    if not cholesky_into(A, work):
+        raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
+    cho_solve_into(work, b, diag, memo.theta[i])
     memo.values[i, DELTA] = 1.0 / smallest_eigenvalue(A, work, diag, off)
     memo.values[i, SIGMA] = np.nan
     return i
@@ -146,6 +152,16 @@ def episodic_update(A: np.ndarray, A_ep: np.ndarray, b_ep: np.ndarray, x: np.nda
     add_outer(A, x, 1.0)
     add_outer(A_ep, x, 1.0)
     add_scaled(b_ep, x, r)
+
+
+@jit
+def start_episode(A_ep: np.ndarray, b_ep: np.ndarray, A_start: np.ndarray,
+                  b_start: np.ndarray) -> None:
+    """A new episode: A^(ℓ) = λI, b^(ℓ) = λθ₀ (its data forgotten)."""
+    for i in range(b_ep.shape[0]):
+        for j in range(b_ep.shape[0]):
+            A_ep[i, j] = A_start[i, j]
+        b_ep[i] = b_start[i]
 
 
 @jit
@@ -188,8 +204,7 @@ def episodic_rounds(A: np.ndarray, factor: np.ndarray, A_ep: np.ndarray, b_ep: n
                 made += 1
                 log_det_tau = current
                 in_episode = 0
-                A_ep[:] = A_start
-                b_ep[:] = b_start
+                start_episode(A_ep, b_ep, A_start, b_start)
         arms = tables.arms[u]
         i = episodic_arm(factor, theta, alpha, arms)
         episodic_update(A, A_ep, b_ep, arms[i], clip_reward(pull(tables, u, i)))
@@ -385,8 +400,7 @@ class ZCDPEpisodic(_EpisodeBase):
         episode_release(self.memo, slot, z, self.theta_tilde)
         self.record_switch(t, self.in_episode, float(values[DELTA]), float(values[SIGMA]))
         self.in_episode = 0
-        self.A_ep[:] = self.A_start
-        self.b_ep[:] = self.b_start
+        start_episode(self.A_ep, self.b_ep, self.A_start, self.b_start)
 
     def compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
         rows = self.noise_rows

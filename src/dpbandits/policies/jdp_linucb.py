@@ -17,7 +17,7 @@ from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
-from dpbandits.linalg import cho_solve, cholesky, cholesky_into
+from dpbandits.linalg import cho_solve, cho_solve_into, cholesky, cholesky_into
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import ALPHA, LinearPolicy, snap, ucb_index
 from dpbandits.policies.ridge_rounds import finish_round
@@ -34,7 +34,9 @@ NOISE_BLOCK = 256  # rounds of compiled play whose node noises are drawn ahead a
 def cover_sum(noises: np.ndarray, slots: np.ndarray, out: np.ndarray) -> None:
     """out = Σ noises[k] over the slots k ≥ 0 of a cover, added from zero in its order: the
     tree noise Σ_{cover(c)} Z_node of the release at count c."""
-    out[:] = 0.0
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = 0.0
     for k in slots:
         if k >= 0:
             noise = noises[k]
@@ -63,7 +65,7 @@ def jdp_estimate(prefix: np.ndarray, noise: np.ndarray, base: np.ndarray,
     u = np.empty(d)
     for i in range(d):
         u[i] = released[i, d] + lam_theta0[i]
-    theta[:] = cho_solve(factor, u)
+    cho_solve_into(factor, u, np.empty(d), theta)
     return True
 
 
@@ -80,7 +82,8 @@ def jdp_update(prefix: np.ndarray, z: np.ndarray, leaf: np.ndarray, x: np.ndarra
     """The leaf z zᵀ, z = [x; r], on the grid γ of the tree's exact noise (γ > 0, as
     `MatrixTree.snap` puts it), added to the tree's prefix sum."""
     d = x.shape[0]
-    z[:d] = x
+    for i in range(d):
+        z[i] = x[i]
     z[d] = r
     for i in range(z.shape[0]):
         for j in range(z.shape[0]):
