@@ -78,15 +78,15 @@ def batch_update(A: np.ndarray, s: np.ndarray, x: np.ndarray, r: float, included
 
 @jit
 def adaprivate_ts_rounds(A: np.ndarray, b: np.ndarray, theta: np.ndarray, current: bool,
-                         v: float, rng: np.random.Generator, s: np.ndarray,
+                         v: float, normals: np.ndarray, s: np.ndarray,
                          include: np.ndarray, start: int, tables: OutcomeTables, t: int,
                          stop: int) -> int:
-    """Rounds t … stop − 1 of a batch that began at round `start`, on pre-drawn tables: the
-    number of rewards added to its increment s."""
+    """Rounds t … stop − 1 of a batch that began at round `start`, on pre-drawn tables, round
+    u's standard normal z in normals[u − t]: the number of rewards added to its increment s."""
     added = 0
     for u in range(t, stop):
         arms = tables.arms[u]
-        i = adaprivate_ts_arm(A, b, theta, current, v, rng.standard_normal(A.shape[0]), arms)
+        i = adaprivate_ts_arm(A, b, theta, current, v, normals[u - t], arms)
         included = include[u - start]
         batch_update(A, s, arms[i], clip_reward(pull(tables, u, i)), included)
         added += included
@@ -308,8 +308,9 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
                                  self.explore_rng.standard_normal(self.d), arms)
 
     def table_rounds(self, tables: OutcomeTables, t: int, stop: int) -> int:
+        normals = self.explore_rng.standard_normal((stop - t, self.d))
         return adaprivate_ts_rounds(self.A, self.b, self.theta_hat, self.mean_current,
-                                    self.v_now, self.explore_rng, self.s, self.include,
+                                    self.v_now, normals, self.s, self.include,
                                     self.batch_start, tables, t, stop)
 
     def record_release(self, t: int) -> None:

@@ -52,13 +52,13 @@ def dgs_arm(factor: np.ndarray, theta: np.ndarray, alpha: float, arms: np.ndarra
 @jit
 def dgs_paper_rounds(A: np.ndarray, b: np.ndarray, factor: np.ndarray, theta: np.ndarray,
                      work: np.ndarray, diag: np.ndarray, off: np.ndarray, alpha: float,
-                     scale: float, rng: np.random.Generator, tables: OutcomeTables) -> float:
+                     scale: float, normals: np.ndarray, tables: OutcomeTables) -> float:
     """Every round on pre-drawn tables with continuous noise: θ̃_t = θ̂_t + σ_t·z,
-    σ_t = scale/λ_min(A_t), z standard normal from the noise generator; the last σ_t."""
+    σ_t = scale/λ_min(A_t), z = normals[t] standard normal; the last σ_t."""
     sigma = 0.0
     for t in range(tables.arms.shape[0]):
         sigma = scale / dgs_estimate(A, b, factor, theta, work, diag, off)
-        noisy_into(theta, sigma, 0.0, rng.standard_normal(theta.shape[0]), theta)
+        noisy_into(theta, sigma, 0.0, normals[t], theta)
         i = dgs_arm(factor, theta, alpha, tables.arms[t])
         ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
     return sigma
@@ -166,7 +166,8 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
         if not self.noise.exact:
             self.last_sigma = dgs_paper_rounds(self.A, self.b, self.factor_work, self.theta,
                                                *self.eigen_work, self.alpha, self.scale,
-                                               self.noise_rng, tables)
+                                               self.noise_rng.standard_normal((horizon, self.d)),
+                                               tables)
             self.releases += horizon
             self.released_at = horizon - 1
             return

@@ -8,6 +8,7 @@ The guarantee is joint DP (contexts private too), not the event-level model of t
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, ClassVar
 
@@ -28,6 +29,18 @@ from dpbandits.privacy.tree import MatrixTree, cover_nodes, tree_height, tree_rh
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6
 NOISE_BLOCK = 256  # rounds of compiled play whose node noises are drawn ahead at once
+
+
+@functools.lru_cache(maxsize=4)
+def cover_table(horizon: int, height: int) -> np.ndarray:
+    """Row c: the dyadic cover of leaves [1, c] (`cover_nodes`, in its order), padded with 0,
+    for c = 0 … horizon."""
+    table = np.zeros((horizon + 1, height), dtype=np.int64)
+    for count in range(1, horizon + 1):
+        nodes = cover_nodes(count, height)
+        table[count, :len(nodes)] = nodes
+    table.flags.writeable = False
+    return table
 
 
 @jit
@@ -234,13 +247,16 @@ class JDPLinUCB(LinearPolicy):
         their covers, in the order they first appear (the nodes joining in the block drawn
         now, in the order the rounds would draw them), and per count its cover as indices
         into them (−1: none)."""
-        height = self.tree.height
-        slots = np.full((stop - start, height), -1, dtype=np.int64)
-        slot_of: dict[int, int] = {}
-        for count in range(start, stop):
-            for j, node in enumerate(cover_nodes(count, height)):
-                slots[count - start, j] = slot_of.setdefault(node, len(slot_of))
-        return self.tree.node_noises(list(slot_of)), slots
+        covers = cover_table(self.horizon, self.tree.height)[start:stop]
+        flat = covers.ravel()
+        used = flat > 0
+        nodes, first, inverse = np.unique(flat[used], return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # nodes by first appearance
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        slots = np.full(flat.shape, -1, dtype=np.int64)
+        slots[used] = rank[inverse]
+        return self.tree.node_noises(nodes[order].tolist()), slots.reshape(covers.shape)
 
     def play_table(self, tables: OutcomeTables) -> None:
         """Compiled rounds (`jdp_rounds`) a block of node noises at a time; a round whose V_t

@@ -46,11 +46,11 @@ def linucb_rounds(A: np.ndarray, b: np.ndarray, alpha: float, tables: OutcomeTab
 
 
 @jit
-def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, rng: np.random.Generator,
+def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, normals: np.ndarray,
                  tables: OutcomeTables) -> None:
-    """Every round of LinTS on pre-drawn tables."""
+    """Every round of LinTS on pre-drawn tables, round t's standard normal z in normals[t]."""
     for t in range(tables.arms.shape[0]):
-        i = lints_arm(A, b, v, tables.arms[t], rng.standard_normal(A.shape[0]))
+        i = lints_arm(A, b, v, tables.arms[t], normals[t])
         ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
 
 
@@ -97,4 +97,5 @@ class LinTS(LinearPolicy):
         ridge_update(self.A, self.b, x, r)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        lints_rounds(self.A, self.b, self.v, self.explore_rng, tables)
+        normals = self.explore_rng.standard_normal((len(tables.chosen), self.d))
+        lints_rounds(self.A, self.b, self.v, normals, tables)
