@@ -65,13 +65,15 @@ class EpisodeMemo(NamedTuple):
     theta: np.ndarray  # (slots, d)
     values: np.ndarray  # (slots, 5): Δ, σ, scale, grid, rows' scale
     count: np.ndarray  # (1,) int64: entries held
+    last: np.ndarray  # (5,): the values of the last calibration (σ depends on Δ alone)
 
 
 def episode_memo(d: int) -> EpisodeMemo:
     """An empty memo for d-dimensional episodes."""
     return EpisodeMemo(np.zeros((MEMO_SLOTS, d * d + d)), np.zeros(MEMO_SLOTS, dtype=np.int64),
                        np.zeros(MEMO_SLOTS, dtype=np.int64), np.zeros((MEMO_SLOTS, d)),
-                       np.zeros((MEMO_SLOTS, 5)), np.zeros(1, dtype=np.int64))
+                       np.zeros((MEMO_SLOTS, 5)), np.zeros(1, dtype=np.int64),
+                       np.full(5, np.nan))
 
 
 @jit
@@ -109,7 +111,8 @@ def same_key(key: np.ndarray, A: np.ndarray, b: np.ndarray) -> bool:
 def episode_entry(memo: EpisodeMemo, A: np.ndarray, b: np.ndarray, work: np.ndarray,
                   diag: np.ndarray, off: np.ndarray) -> int:
     """The slot of the episode (A^(ℓ), b^(ℓ)): found, or made with θ̂ = (A^(ℓ))⁻¹b^(ℓ) and
-    Δ_θ = 1/λ_min(A^(ℓ)) (σ unknown) after emptying the memo when it is half full."""
+    Δ_θ = 1/λ_min(A^(ℓ)) after emptying the memo when it is half full; its σ is the last
+    calibration's where that was of the same Δ_θ, else unknown (NaN)."""
     slots = memo.hashes.shape[0]
     h = episode_hash(A, b)
     i = h & (slots - 1)
@@ -134,8 +137,10 @@ def episode_entry(memo: EpisodeMemo, A: np.ndarray, b: np.ndarray, work: np.ndar
     if not cholesky_into(A, work):
         raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
     cho_solve_into(work, b, diag, memo.theta[i])
-    memo.values[i, DELTA] = 1.0 / smallest_eigenvalue(A, work, diag, off)
-    memo.values[i, SIGMA] = np.nan
+    values = memo.values[i]
+    values[DELTA] = 1.0 / smallest_eigenvalue(A, work, diag, off)
+    for k in range(SIGMA, ROWS + 1):
+        values[k] = memo.last[k] if values[DELTA] == memo.last[DELTA] else np.nan
     return i
 
 
@@ -389,6 +394,7 @@ class ZCDPEpisodic(_EpisodeBase):
                 grid, rows = exact_grid(self.noise, sigma)
                 scale = grid
             values[SIGMA], values[SCALE], values[GRID], values[ROWS] = sigma, scale, grid, rows
+            self.memo.last[:] = values
         return slot
 
     def switch(self, t: int) -> None:
