@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from dpbandits import runner
 from dpbandits.contract import ProblemInfo
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
@@ -58,3 +59,30 @@ def test_without_noise_it_is_linucb() -> None:
         r = env.pull(t, i)[0]
         pol.update(t, arms[i], r)
         ref.update(t, arms[j], r)
+
+
+def _trace(env, pol, tables: bool) -> tuple:
+    pol.begin(env)
+    loop = runner._round_loop if tables else runner._select_update_loop
+    regret, _, actions = loop(pol, env)
+    pol.finish()
+    return (regret.tobytes(), actions.tolist(), pol.ledger.to_json(), pol.last_sigma,
+            pol.noise_rng.bit_generator.state["state"])
+
+
+@pytest.mark.parametrize("accounting", ["strict", "paper"])
+@pytest.mark.parametrize("theta0", [None, 6e11])
+def test_table_rounds_are_the_round_loops(accounting: str, theta0: float | None) -> None:
+    """Compiled rounds (continuous noise: all of them; exact noise: each round's noise drawn
+    here) give select → pull → update's trace; a warm start of ±6·10^11 puts θ̂ near 2^53·γ,
+    where exact snapping keeps coordinates as they are."""
+    instance = build_instance({"generator": "logistic_pool", "d": 5, "n_arms": 12, "K": 3,
+                               "seed": 2, "horizon": 400})
+    params = {} if theta0 is None else {"theta0": [theta0, -theta0, 1.0, 0.0, theta0]}
+    out = []
+    for tables in (True, False):
+        pol = make_policy("DGS-LinUCB", instance.info, np.random.default_rng(5), epsilon=0.8,
+                          delta=DELTA, accounting=accounting, **params)
+        out.append(_trace(instance.environment(0), pol, tables))
+    assert out[0] == out[1]
+    assert pol.releases == 400

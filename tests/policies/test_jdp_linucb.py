@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 from scipy.linalg import lapack
 
+from dpbandits import runner
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.jdp_linucb import JDPLinUCB, jdp_shift, jdp_sigma
+from dpbandits.privacy.tree import MatrixTree
 
 DELTA = 1e-5
 
@@ -125,3 +127,62 @@ def test_an_epsilon_whose_noise_scale_overflows_is_one_clear_error(epsilon: floa
         make_policy("JDP-LinUCB", info, np.random.default_rng(0), epsilon=epsilon, delta=1e-5)
     assert "\n" not in str(caught.value)
     make_policy("JDP-LinUCB", info, np.random.default_rng(0), epsilon=1e100, delta=1e-5)
+
+
+def _played(spec: dict, tables: bool, change=None, eager: bool | None = None,
+            accounting: str = "strict") -> tuple[tuple, int]:
+    """A begun JDP-LinUCB run by its table rounds or by select → pull → update (after
+    `change(policy)`): its trace, ledger and state, and how many rounds `choose` played."""
+    instance = build_instance(spec)
+    env = instance.environment(0)
+    policy = make_policy("JDP-LinUCB", instance.info, np.random.default_rng(3), epsilon=0.8,
+                         delta=1e-5, accounting=accounting)
+    policy.begin(env)
+    if eager is not None:
+        policy.tree = MatrixTree(policy.horizon, policy.d + 1, policy.tree.sigma_node,
+                                 policy.noise_rng, shift=policy.tree.shift, noise=policy.noise,
+                                 eager=eager)
+    if change is not None:
+        change(policy)
+    chosen = []
+    choose = policy.choose
+    policy.choose = lambda t, arms: (chosen.append(t), choose(t, arms))[1]  # type: ignore
+    loop = runner._round_loop if tables else runner._select_update_loop
+    regret, reward, actions = loop(policy, env)
+    policy.finish()
+    return ((regret.tobytes(), actions.tolist(), policy.ledger.to_json(),
+             policy.prefix.tobytes(), policy.tree_noise.tobytes(), policy.tree.count,
+             policy.floor_events, policy.noise_rng.bit_generator.state["state"],
+             policy.tree.node_noise(1 << (policy.tree.height - 1)).tobytes()),
+            len(chosen))
+
+
+def _no_shift(policy: JDPLinUCB) -> None:
+    """V_t = tree noise alone: often not positive definite, so the policy floors it."""
+    policy.base = 1e-9 * np.eye(policy.d)
+
+
+SMALL = {"generator": "logistic_pool", "d": 4, "n_arms": 12, "K": 3, "seed": 6,
+         "horizon": 600}
+
+
+@pytest.mark.parametrize("accounting", ["strict", "paper"])
+@pytest.mark.parametrize("eager", [True, False])
+@pytest.mark.parametrize("change", [None, _no_shift])
+def test_table_rounds_are_the_round_loops(accounting: str, eager: bool, change) -> None:
+    """Blocks of node noises drawn ahead (eager and lazy trees), rounds whose V_t is floored
+    played by `choose`: the trace, ledger, release and generator of select → pull → update."""
+    tables, asked = _played(SMALL, True, change, eager, accounting)
+    rounds, _ = _played(SMALL, False, change, eager, accounting)
+    assert tables == rounds
+    if change is None:
+        assert asked == 0 and tables[6] == 0  # every round compiled, nothing floored
+    else:
+        assert 0 < asked < SMALL["horizon"] and tables[6] == asked
+
+
+def test_a_draw_between_blocks_would_change_the_noise() -> None:
+    """Negative control: a lazy tree's node noises are its generator's next draws."""
+    base, _ = _played(SMALL, True, eager=False)
+    moved, _ = _played(SMALL, True, change=lambda p: p.noise_rng.random(), eager=False)
+    assert base[8] != moved[8]  # the first node's noise

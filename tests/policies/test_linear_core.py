@@ -11,15 +11,25 @@ from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
 from dpbandits.policies.linear_core import (
-    add_reward,
+    BLOCK_MAX,
+    NoiseRows,
+    exact_grid,
+    greedy_index,
     inflate_exact,
     inflate_integers,
+    noisy_into,
+    snap,
     snapped_release,
     ucb_index,
 )
 from dpbandits.privacy import _exact
 from dpbandits.privacy.clipping import clip_arms
-from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise, inflate_for_snapping
+from dpbandits.privacy.exact_noise import (
+    ExactNoise,
+    NumpyNoise,
+    discrete_gaussian,
+    inflate_for_snapping,
+)
 
 
 def test_gram_updates_and_warm_start() -> None:
@@ -113,13 +123,67 @@ def test_ucb_index_is_the_argmax_of_the_scores() -> None:
             assert ucb_index(arms, v, factor, scale) == int(scores.argmax())
 
 
-def test_add_reward_is_numpy_in_place_update() -> None:
-    x = np.array([0.5, -0.25, 0.0, -0.0, 3.0])
-    for r in (1.0, 0.0, 0.3, -0.0):
-        b, ref = np.array([-0.0, 0.0, 1.5, -0.0, 2.0]), np.array([-0.0, 0.0, 1.5, -0.0, 2.0])
-        add_reward(b, x, r)
-        ref += r * x
-        assert b.tobytes() == ref.tobytes()
+def test_argmax_kernels_pick_the_first_of_equal_scores() -> None:
+    factor = linalg.cholesky(np.eye(2))
+    arms = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [0.5, 0.5]])
+    theta = np.array([1.0, 1.0])
+    assert greedy_index(arms, theta) == 0
+    assert ucb_index(arms, theta, factor, 0.0) == 0
+    assert greedy_index(arms, np.array([2.0, 1.0])) == 1
+    assert ucb_index(arms[1:], theta, factor, 1.0) == 0
+
+
+def test_snap_is_exact_noise_snap_coordinatewise() -> None:
+    """`snap` and `noisy_into` give `ExactNoise.snap(v, σ) + γ·z` bit for bit, huge and
+    non-finite coordinates included, and v + σ·z for continuous noise."""
+    g = np.random.default_rng(8)
+    exact = ExactNoise(np.random.default_rng(0))
+    values = np.concatenate([g.standard_normal(50) * 10.0 ** g.integers(-3, 14, 50),
+                             [1e300, -1e300, np.inf, -np.inf, np.nan, 0.0, -0.0, 2.5, -3.5]])
+    for sigma in (0.013, 1.0545, 490.1, 3.1e7):
+        gamma, s = exact_grid(exact, sigma)
+        assert gamma == exact.grid(sigma) and s * gamma == exact.effective_sigma(sigma)
+        expected = exact.snap(values, sigma)
+        with np.errstate(invalid="ignore"):
+            got = np.array([snap(v, gamma) for v in values])
+            assert got.tobytes() == expected.tobytes()
+            z = g.integers(-5000, 5000, values.shape).astype(float)
+            out = np.empty_like(values)
+            noisy_into(values, gamma, gamma, z, out)
+            assert out.tobytes() == (expected + gamma * z).tobytes()
+    z = g.standard_normal(values.shape)
+    out = np.empty_like(values)
+    noisy_into(values, 2.5, 0.0, z, out)
+    with np.errstate(invalid="ignore"):
+        assert out.tobytes() == (values + 2.5 * z).tobytes()
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_noise_rows_are_the_generators_draws_in_order(exact: bool) -> None:
+    """Rows of one scale come in doubling blocks, row by row the generator's own draws; a
+    new scale draws anew from where the generator stands (the old block's rest unused)."""
+    d = 3
+    noise = (ExactNoise if exact else NumpyNoise)(np.random.default_rng(4))
+    rows = NoiseRows(noise, d)
+    twin = np.random.default_rng(4)
+
+    def draw(s: int, n: int) -> np.ndarray:
+        if s == 0:
+            return twin.standard_normal((n, d))
+        return discrete_gaussian(twin, s, (n, d)).astype(float)
+
+    s1, s2 = (1_500_000, 1_100_000) if exact else (0, 0)
+    taken = [rows.take(s1) for _ in range(6)]  # blocks of 1, 2, 4 rows
+    assert len(rows.rows) == 4 and rows.cursor[0] == 3
+    np.testing.assert_array_equal(taken, draw(s1, 6))
+    if exact:
+        row = rows.take(s2)  # one row of the 4 unused, then a block of 1 for s2
+        draw(s1, 1)
+        np.testing.assert_array_equal(row, draw(s2, 1)[0])
+        assert len(rows.rows) == 1
+    for _ in range(5000):
+        rows.take(s2)
+    assert len(rows.rows) == BLOCK_MAX
 
 
 def test_inflate_exact_is_inflate_for_snapping() -> None:
@@ -229,13 +293,17 @@ class _PoolTable(RoundEnvironment):
         return self.env.pull(t, index)
 
 
+@pytest.mark.parametrize("accounting", ["strict", "paper"])
 @pytest.mark.parametrize("name", ["LinUCB", "LinTS", "AdaPrivate-TS", "AdaPrivate-UCB",
-                                  "RarelySwitching-zCDP", "AdaC-OFUL-zCDP", "zCDP-Episodic"])
-def test_table_and_round_by_round_play_agree_bit_for_bit(name: str) -> None:
-    """A pre-drawn table (blocks of rounds for the frozen policies) and per-round arms give the
-    same trace, events and ledger."""
+                                  "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
+                                  "RarelySwitching-zCDP", "AdaC-OFUL-zCDP", "zCDP-Episodic",
+                                  "DGS-LinUCB", "JDP-LinUCB"])
+def test_table_and_round_by_round_play_agree_bit_for_bit(name: str, accounting: str) -> None:
+    """A pre-drawn table (compiled rounds) and per-round arms (select → pull → update) give
+    the same trace, events and ledger."""
     inst = build_instance({"generator": "logistic_pool", "seed": 12, "horizon": 1500})
-    private = {"epsilon": 1.0, "delta": 1e-5} if name not in ("LinUCB", "LinTS") else {}
+    private = ({"epsilon": 1.0, "delta": 1e-5, "accounting": accounting}
+               if name not in ("LinUCB", "LinTS") else {})
     runs = []
     for env in (inst.environment(0), _PoolTable(inst.environment(0))):
         pol = make_policy(name, inst.info, np.random.default_rng(1), **private)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from dpbandits import runner
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
+from dpbandits.policies.linear_ts import LinTS
 
 POOL = {"generator": "logistic_pool", "seed": 11}
 
@@ -78,3 +80,37 @@ def test_bad_parameters(name: str, params: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
         make_policy(name, inst.info, np.random.default_rng(0), **params)
     assert "\n" not in str(info.value)
+
+
+def test_a_subclass_plays_round_by_round_unless_it_declares_tables() -> None:
+    """`plays_tables` is not inherited: a LinTS that chooses otherwise is asked every round."""
+    asked: list[int] = []
+
+    class FirstArmTS(LinTS):
+        def choose(self, t: int, arms: np.ndarray) -> int:
+            asked.append(t)
+            return 0
+
+    instance = build_instance({**POOL, "horizon": 50})
+    env = instance.environment(0)
+    policy = FirstArmTS(instance.info, np.random.default_rng(0))
+    policy.begin(env)
+    assert runner.plays_tables(LinTS) and not runner.plays_tables(FirstArmTS)
+    runner._round_loop(policy, env)
+    assert asked == list(range(50))
+
+
+@pytest.mark.parametrize("name", ["LinUCB", "LinTS"])
+def test_the_round_loop_without_outcome_tables_gives_the_table_rounds_trace(name: str) -> None:
+    instance = build_instance({**POOL, "horizon": 120})
+    traces = []
+    for tables in (True, False):
+        env = instance.environment(0)
+        if not tables:
+            env.outcome_tables = lambda: None  # type: ignore[method-assign]
+        policy = make_policy(name, instance.info, np.random.default_rng([0, 17]))
+        policy.begin(env)
+        assert (runner.outcome_tables(policy, env) is not None) == tables
+        regret, _, actions = runner._round_loop(policy, env)
+        traces.append((regret.tobytes(), actions.tolist()))
+    assert traces[0] == traces[1]

@@ -16,24 +16,19 @@ import numpy as np
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.linalg import cho_solve, solve_lower_t
+from dpbandits.jit import jit
+from dpbandits.linalg import add_outer, add_scaled, cho_solve, cholesky, solve_lower_t
 from dpbandits.params import Declaration, Param, boolean, choice, integer, number, with_defaults
 from dpbandits.policies.linear_core import (
     ALPHA,
     CONVERSION,
     LinearPolicy,
     ZCDPMixin,
+    greedy_index,
     ucb_index,
 )
-from dpbandits.policies.ridge_rounds import (
-    MEAN_EVERY_ROUND,
-    MEAN_KEPT,
-    MEAN_ONCE,
-    TS,
-    UCB,
-    Batch,
-    play_rounds,
-)
+from dpbandits.policies.tables import pull
+from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.subsampled import (
     EXTENDED_ORDERS,
     PAPER_ORDERS,
@@ -41,12 +36,76 @@ from dpbandits.privacy.subsampled import (
     amp_sigma,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
-from dpbandits.scipy_kernels import blas
-
-daxpy = blas.daxpy
 
 MEAN_GRAMS = ("batch_start", "current")
 ORDER_SETS = ("paper", "extended", "auto")
+
+
+@jit
+def batch_mean(factor: np.ndarray, b: np.ndarray, theta: np.ndarray,
+               current: bool) -> np.ndarray:
+    """θ̂: A_τ⁻¹b of the batch start (`theta`, kept from the last release) or, with
+    `mean_gram: current`, A_t⁻¹b from the factor of A_t."""
+    return cho_solve(factor, b) if current else theta
+
+
+@jit
+def adaprivate_ts_arm(A: np.ndarray, b: np.ndarray, theta: np.ndarray, current: bool, v: float,
+                      z: np.ndarray, arms: np.ndarray) -> int:
+    """AdaPrivate-TS (paper Alg. 1): argmax_x xᵀθ̃_t, θ̃_t = θ̂ + v·L_t⁻ᵀz ~ N(θ̂, v²A_t⁻¹) for
+    the round's standard normal z."""
+    factor = cholesky(A)
+    sample = solve_lower_t(factor, z)
+    return greedy_index(arms, batch_mean(factor, b, theta, current) + v * sample)
+
+
+@jit
+def adaprivate_ucb_arm(A: np.ndarray, b: np.ndarray, theta: np.ndarray, current: bool,
+                       alpha: float, arms: np.ndarray) -> int:
+    """AdaPrivate-UCB: argmax_x xᵀθ̂ + α‖x‖_{A_t⁻¹}."""
+    factor = cholesky(A)
+    return ucb_index(arms, batch_mean(factor, b, theta, current), factor, alpha)
+
+
+@jit
+def batch_update(A: np.ndarray, s: np.ndarray, x: np.ndarray, r: float, included: bool) -> None:
+    """A ← A + x xᵀ every round (public features); s ← s + r·x for a reward in the batch's
+    increment (Amp: the rounds Poisson sampling kept)."""
+    add_outer(A, x, 1.0)
+    if included:
+        add_scaled(s, x, r)
+
+
+@jit
+def adaprivate_ts_rounds(A: np.ndarray, b: np.ndarray, theta: np.ndarray, current: bool,
+                         v: float, normals: np.ndarray, s: np.ndarray,
+                         include: np.ndarray, start: int, tables: OutcomeTables, t: int,
+                         stop: int) -> int:
+    """Rounds t … stop − 1 of a batch that began at round `start`, on pre-drawn tables, round
+    u's standard normal z in normals[u − t]: the number of rewards added to its increment s."""
+    added = 0
+    for u in range(t, stop):
+        arms = tables.arms[u]
+        i = adaprivate_ts_arm(A, b, theta, current, v, normals[u - t], arms)
+        included = include[u - start]
+        batch_update(A, s, arms[i], clip_reward(pull(tables, u, i)), included)
+        added += included
+    return added
+
+
+@jit
+def adaprivate_ucb_rounds(A: np.ndarray, b: np.ndarray, theta: np.ndarray, current: bool,
+                          alpha: float, s: np.ndarray, include: np.ndarray, start: int,
+                          tables: OutcomeTables, t: int, stop: int) -> int:
+    """AdaPrivate-UCB's `adaprivate_ts_rounds`."""
+    added = 0
+    for u in range(t, stop):
+        arms = tables.arms[u]
+        i = adaprivate_ucb_arm(A, b, theta, current, alpha, arms)
+        included = include[u - start]
+        batch_update(A, s, arms[i], clip_reward(pull(tables, u, i)), included)
+        added += included
+    return added
 
 
 class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
@@ -93,58 +152,38 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         self.batch_start = 0
         self.s = np.zeros(self.d)
         self.in_batch = 0
-        self.theta_hat = self.theta0.copy()
-        self.dirty = True
+        self.theta_hat = self.ridge_mean()  # θ̂ = A_τ⁻¹b at the batch start
         self.batch_ends: list[int] = []
         self.batch_counts: list[int] = []
         self.noise_total = np.zeros(self.d)
-        self.include = None
-        if self.q is not None:
+        self.draw_inclusion()
+
+    def draw_inclusion(self) -> None:
+        """Which rounds of the next batch enter its increment: all, or Poisson(q) (Amp)."""
+        if self.q is None:
+            self.include = np.ones(self.B, dtype=np.bool_)
+        else:
             self.include = self.sample_rng.random(self.B) < self.q
 
-    def mean(self, factor: np.ndarray) -> np.ndarray:
-        """θ̂: A_τ⁻¹b fixed within the batch (default) or A_t⁻¹b (`mean_gram: current`)."""
-        if self.mean_current:
-            return cho_solve(factor, self.b)
-        if self.dirty:
-            # A has not changed since the last batch end, so this factor is that of A_τ.
-            self.theta_hat = cho_solve(factor, self.b)
-            self.dirty = False
-        return self.theta_hat
-
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        self.add_to_gram(x)
-        offset = t - self.batch_start
-        if self.include is None or self.include[offset]:
-            if r != 0.0:  # BLAS daxpy returns at once when a = 0
-                daxpy(x, self.s, len(x), r)  # s ← s + r·x in place
-            self.in_batch += 1
-        if offset + 1 == self.B or t == self.horizon - 1:
+        included = bool(self.include[t - self.batch_start])
+        batch_update(self.A, self.s, x, r, included)
+        self.in_batch += included
+        if t - self.batch_start + 1 == self.B or t == self.horizon - 1:
             self.release(t)
 
-    def table_action(self) -> tuple[int, float]:
-        """The action rule for `play_rounds`: (TS, v) or (UCB, α)."""
+    def table_rounds(self, tables: OutcomeTables, t: int, stop: int) -> int:
+        """Rounds t … stop − 1 of the open batch in compiled code: the rewards added."""
         raise NotImplementedError
 
     def play_table(self, tables: OutcomeTables) -> None:
-        """The rounds of each batch by `play_rounds`, each release here as in `observe`."""
+        """Each batch's rounds by `table_rounds`, its release here as in `observe`."""
         t = 0
         while t < self.horizon:
-            if self.mean_current:
-                rule, theta = MEAN_EVERY_ROUND, np.empty(self.d)
-            elif self.dirty:
-                rule, theta = MEAN_ONCE, np.empty(self.d)
-            else:
-                rule, theta = MEAN_KEPT, self.theta_hat
-            action, scale = self.table_action()
-            played = play_rounds(self, tables, t, action, scale, rule, theta,
-                                 Batch(self.s, self.include, self.batch_start, self.B))
-            self.in_batch += played.added
-            if rule == MEAN_ONCE and played.t > t:
-                self.theta_hat, self.dirty = theta, False
-            t = played.t
-            if played.released:
-                self.release(t - 1)
+            stop = min(self.batch_start + self.B, self.horizon)
+            self.in_batch += self.table_rounds(tables, t, stop)
+            t = stop
+            self.release(t - 1)
 
     def release(self, t: int) -> None:
         """Release s̃_k = s_k + N(0, σ²I) and fold it into b (÷q for Amp); start the next batch."""
@@ -166,9 +205,8 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         self.batch_start = t + 1
         self.s = np.zeros(self.d)
         self.in_batch = 0
-        self.dirty = True
-        if self.q is not None:
-            self.include = self.sample_rng.random(self.B) < self.q
+        self.theta_hat = self.ridge_mean()
+        self.draw_inclusion()
 
     def record_release(self, t: int) -> None:
         """Each reward is in one batch increment (parallel composition, AdaPrivate-TS Thm. 1)."""
@@ -265,17 +303,15 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         super().release(t)
         self.v_now = self.exploration_scale()
 
-    def table_action(self) -> tuple[int, float]:
-        return TS, self.v_now
-
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = self.factor()
-        theta = self.mean(factor)
-        sample = solve_lower_t(factor, self.explore_normals.next())
-        if self.v_now != 1.0:  # 1·ξ is ξ: no bit changes
-            sample *= self.v_now
-        sample += theta  # θ̂ + v·ξ
-        return int((arms @ sample).argmax())
+        return adaprivate_ts_arm(self.A, self.b, self.theta_hat, self.mean_current, self.v_now,
+                                 self.explore_rng.standard_normal(self.d), arms)
+
+    def table_rounds(self, tables: OutcomeTables, t: int, stop: int) -> int:
+        normals = self.explore_rng.standard_normal((stop - t, self.d))
+        return adaprivate_ts_rounds(self.A, self.b, self.theta_hat, self.mean_current,
+                                    self.v_now, normals, self.s, self.include,
+                                    self.batch_start, tables, t, stop)
 
     def record_release(self, t: int) -> None:
         if self.q is None:
@@ -306,6 +342,8 @@ class AdaPrivateTS(AdaPrivateTSBase):
 
     name = "AdaPrivate-TS"
     plays_tables = True
+    decision_rule = staticmethod(adaprivate_ts_arm)
+    update_rule = staticmethod(batch_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
 
 
@@ -314,6 +352,8 @@ class AdaPrivateTSAmp(AdaPrivateTSBase):
 
     name = "AdaPrivate-TS-Amp"
     plays_tables = True
+    decision_rule = staticmethod(adaprivate_ts_arm)
+    update_rule = staticmethod(batch_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, q=0.3)
 
@@ -323,6 +363,8 @@ class AdaPrivateTSAdaptive(AdaPrivateTSBase):
 
     name = "AdaPrivate-TS-Adaptive"
     plays_tables = True
+    decision_rule = staticmethod(adaprivate_ts_arm)
+    update_rule = staticmethod(batch_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = with_defaults(AdaPrivateTSBase.parameters, v0=1.5)
 
@@ -332,16 +374,19 @@ class AdaPrivateUCB(BatchedPrivatePolicy):
 
     name = "AdaPrivate-UCB"
     plays_tables = True
+    decision_rule = staticmethod(adaprivate_ucb_arm)
+    update_rule = staticmethod(batch_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name, params={"B": 10}),)
     parameters: ClassVar[Declaration] = (*BatchedPrivatePolicy.parameters, ALPHA)
 
     def action_setup(self) -> None:
         self.alpha = float(self.params["alpha"])
 
-    def table_action(self) -> tuple[int, float]:
-        return UCB, self.alpha
-
     def choose(self, t: int, arms: np.ndarray) -> int:
-        factor = self.factor()
-        theta = self.mean(factor)
-        return ucb_index(arms, theta, factor, self.alpha)
+        return adaprivate_ucb_arm(self.A, self.b, self.theta_hat, self.mean_current, self.alpha,
+                                  arms)
+
+    def table_rounds(self, tables: OutcomeTables, t: int, stop: int) -> int:
+        return adaprivate_ucb_rounds(self.A, self.b, self.theta_hat, self.mean_current,
+                                     self.alpha, self.s, self.include, self.batch_start,
+                                     tables, t, stop)

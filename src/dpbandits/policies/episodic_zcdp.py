@@ -8,35 +8,277 @@ Rules and ledgers: docs/ts.md, "zCDP-Episodic", "RarelySwitching-zCDP and AdaC-O
 Between switches the frozen policies skip the log-det test while a rigorous upper bound on
 ln det A_t − ln det A_τ (matrix determinant lemma, Σ ln(1 + ‖x_s‖²_{A_τ⁻¹}), less a margin far
 above the rounding of either side) is below ln(1 + C); the switch times are those of testing
-every round, bit for bit. On pre-drawn tables all three play their rounds in compiled code
-(`ridge_rounds`) and make each switch here.
+every round. On pre-drawn tables the rounds between switches are compiled; zCDP-Episodic's
+compiled rounds also make the switches whose noise scale is known and whose noise row is drawn
+(`NoiseRows`), and the policy records them.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import OutcomeTables, ProblemInfo
-from dpbandits.linalg import cho_solve, cholesky, lambda_min, log_det
+from dpbandits.jit import jit
+from dpbandits.linalg import (
+    add_outer,
+    add_scaled,
+    cho_solve,
+    cho_solve_into,
+    cholesky_into,
+    dot,
+    lambda_min,
+    log_det,
+    smallest_eigenvalue,
+    solve_lower_into,
+)
 from dpbandits.params import Declaration, number
 from dpbandits.policies.linear_core import (
     ALPHA,
     CONVERSION,
-    MEMO_SIZE,
     LinearPolicy,
+    NoiseRows,
     ZCDPMixin,
-    add_reward,
+    exact_grid,
+    noisy_into,
     ucb_index,
 )
-from dpbandits.policies.ridge_rounds import play_episodic, play_switching
+from dpbandits.policies.tables import pull
+from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.zcdp import gaussian_sigma
-from dpbandits.scipy_kernels import blas
 
-_dsyr, _dtrsv = blas.dsyr, blas.dtrsv
+MEMO_SLOTS = 512  # episode estimates remembered (emptied when half full)
+DELTA, SIGMA, SCALE, GRID, ROWS = range(5)  # an estimate's values; ROWS: its noise rows' scale
+
+
+class EpisodeMemo(NamedTuple):
+    """zCDP-Episodic's episode estimates by the episode's statistics (A^(ℓ), b^(ℓ)): open
+    addressing on a hash of their bits. Per slot: the key, θ̂ = (A^(ℓ))⁻¹b^(ℓ), and Δ, σ (NaN
+    until the policy calibrates it), the noise's scale and grid, and the rows' scale s."""
+
+    keys: np.ndarray  # (slots, d·d + d)
+    hashes: np.ndarray  # (slots,) int64
+    filled: np.ndarray  # (slots,) int64, 1 where a slot holds an entry
+    theta: np.ndarray  # (slots, d)
+    values: np.ndarray  # (slots, 5): Δ, σ, scale, grid, rows' scale
+    count: np.ndarray  # (1,) int64: entries held
+    last: np.ndarray  # (5,): the values of the last calibration (σ depends on Δ alone)
+
+
+def episode_memo(d: int) -> EpisodeMemo:
+    """An empty memo for d-dimensional episodes."""
+    return EpisodeMemo(np.zeros((MEMO_SLOTS, d * d + d)), np.zeros(MEMO_SLOTS, dtype=np.int64),
+                       np.zeros(MEMO_SLOTS, dtype=np.int64), np.zeros((MEMO_SLOTS, d)),
+                       np.zeros((MEMO_SLOTS, 5)), np.zeros(1, dtype=np.int64),
+                       np.full(5, np.nan))
+
+
+@jit
+def episode_hash(A: np.ndarray, b: np.ndarray) -> int:
+    """FNV-1a of the bits of A (row by row) and b."""
+    n = A.shape[0]
+    h = np.int64(1469598103934665603)
+    prime = np.int64(1099511628211)
+    bits = A.reshape(n * n).view(np.int64)
+    for k in range(bits.shape[0]):
+        h = (h ^ bits[k]) * prime
+    bits = b.view(np.int64)
+    for k in range(bits.shape[0]):
+        h = (h ^ bits[k]) * prime
+    return h
+
+
+@jit
+def same_key(key: np.ndarray, A: np.ndarray, b: np.ndarray) -> bool:
+    """Whether a slot's key holds the bits of (A, b)."""
+    n = A.shape[0]
+    stored = key.view(np.int64)
+    bits = A.reshape(n * n).view(np.int64)
+    for k in range(n * n):
+        if stored[k] != bits[k]:
+            return False
+    bits = b.view(np.int64)
+    for k in range(n):
+        if stored[n * n + k] != bits[k]:
+            return False
+    return True
+
+
+@jit
+def episode_entry(memo: EpisodeMemo, A: np.ndarray, b: np.ndarray, work: np.ndarray,
+                  diag: np.ndarray, off: np.ndarray) -> int:
+    """The slot of the episode (A^(ℓ), b^(ℓ)): found, or made with θ̂ = (A^(ℓ))⁻¹b^(ℓ) and
+    Δ_θ = 1/λ_min(A^(ℓ)) after emptying the memo when it is half full; its σ is the last
+    calibration's where that was of the same Δ_θ, else unknown (NaN)."""
+    slots = memo.hashes.shape[0]
+    h = episode_hash(A, b)
+    i = h & (slots - 1)
+    while memo.filled[i]:
+        if memo.hashes[i] == h and same_key(memo.keys[i], A, b):
+            return i
+        i = (i + 1) & (slots - 1)
+    if memo.count[0] >= slots // 2:
+        for k in range(slots):
+            memo.filled[k] = 0
+        memo.count[0] = 0
+        i = h & (slots - 1)
+    n = A.shape[0]
+    key = memo.keys[i]
+    for j in range(n):
+        for k in range(n):
+            key[j * n + k] = A[j, k]
+        key[n * n + j] = b[j]
+    memo.hashes[i] = h
+    memo.filled[i] = 1
+    memo.count[0] += 1
+    if not cholesky_into(A, work):
+        raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
+    cho_solve_into(work, b, diag, memo.theta[i])
+    values = memo.values[i]
+    values[DELTA] = 1.0 / smallest_eigenvalue(A, work, diag, off)
+    for k in range(SIGMA, ROWS + 1):
+        values[k] = memo.last[k] if values[DELTA] == memo.last[DELTA] else np.nan
+    return i
+
+
+@jit
+def episodic_arm(factor: np.ndarray, theta: np.ndarray, alpha: float, arms: np.ndarray) -> int:
+    """zCDP-Episodic's action: argmax_x xᵀθ̃ + α‖x‖_{A_t⁻¹} (θ̃ the last episode's release)."""
+    return ucb_index(arms, theta, factor, alpha)
+
+
+@jit
+def episodic_update(A: np.ndarray, A_ep: np.ndarray, b_ep: np.ndarray, x: np.ndarray,
+                    r: float) -> None:
+    """A ← A + x xᵀ; the episode's A^(ℓ) ← A^(ℓ) + x xᵀ, b^(ℓ) ← b^(ℓ) + r·x."""
+    add_outer(A, x, 1.0)
+    add_outer(A_ep, x, 1.0)
+    add_scaled(b_ep, x, r)
+
+
+@jit
+def start_episode(A_ep: np.ndarray, b_ep: np.ndarray, A_start: np.ndarray,
+                  b_start: np.ndarray) -> None:
+    """A new episode: A^(ℓ) = λI, b^(ℓ) = λθ₀ (its data forgotten)."""
+    for i in range(b_ep.shape[0]):
+        for j in range(b_ep.shape[0]):
+            A_ep[i, j] = A_start[i, j]
+        b_ep[i] = b_start[i]
+
+
+@jit
+def episode_release(memo: EpisodeMemo, slot: int, z: np.ndarray, theta: np.ndarray) -> None:
+    """θ̃ = θ̂^(ℓ) + noise of the slot's scale from the noise row z (`noisy_into`)."""
+    values = memo.values[slot]
+    noisy_into(memo.theta[slot], values[SCALE], values[GRID], z, theta)
+
+
+@jit
+def episodic_rounds(A: np.ndarray, factor: np.ndarray, A_ep: np.ndarray, b_ep: np.ndarray,
+                    A_start: np.ndarray, b_start: np.ndarray, theta: np.ndarray, alpha: float,
+                    log_c: float, in_episode: int, log_det_tau: float, memo: EpisodeMemo,
+                    work: np.ndarray, diag: np.ndarray, off: np.ndarray, rows: np.ndarray,
+                    cursor: np.ndarray, rows_scale: float, records: np.ndarray,
+                    tables: OutcomeTables, t: int) -> tuple[int, int, float, int, bool]:
+    """Rounds t, t + 1, … of zCDP-Episodic on pre-drawn tables. A switch is due before a round
+    when the episode has data and ln det A_t − ln det A_τ > ln c; it is made here when the
+    episode's σ is known and the noise rows have its scale and one left, each filling a row
+    (round, rewards, Δ, σ) of `records`; otherwise the call returns before the round, for the
+    policy's `switch`. (next round, in_episode, ln det A_τ, switches made, switch due)."""
+    made = 0
+    for u in range(t, tables.arms.shape[0]):
+        if not cholesky_into(A, factor):
+            raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
+        if in_episode > 0:
+            current = log_det(factor)
+            if current - log_det_tau > log_c:
+                slot = episode_entry(memo, A_ep, b_ep, work, diag, off)
+                values = memo.values[slot]
+                if (np.isnan(values[SIGMA]) or values[ROWS] != rows_scale
+                        or cursor[0] >= rows.shape[0]):
+                    return u, in_episode, log_det_tau, made, True
+                episode_release(memo, slot, rows[cursor[0]], theta)
+                cursor[0] += 1
+                records[made, 0] = u
+                records[made, 1] = in_episode
+                records[made, 2] = values[DELTA]
+                records[made, 3] = values[SIGMA]
+                made += 1
+                log_det_tau = current
+                in_episode = 0
+                start_episode(A_ep, b_ep, A_start, b_start)
+        arms = tables.arms[u]
+        i = episodic_arm(factor, theta, alpha, arms)
+        episodic_update(A, A_ep, b_ep, arms[i], clip_reward(pull(tables, u, i)))
+        in_episode += 1
+    return tables.arms.shape[0], in_episode, log_det_tau, made, False
+
+
+@jit
+def frozen_arm(factor_tau: np.ndarray, theta: np.ndarray, width: float,
+               arms: np.ndarray) -> int:
+    """RarelySwitching-zCDP / AdaC-OFUL-zCDP's action: argmax_x xᵀθ̃ + w‖x‖_{A_τ⁻¹}, frozen
+    since the last switch τ."""
+    return ucb_index(arms, theta, factor_tau, width)
+
+
+@jit
+def growth_margin(d: int, lam: float, mass: float, rounds: int) -> float:
+    """Bound on the rounding of the growth bound and of ln det A_t − ln det A_τ as computed: a
+    few thousand times d²(d + n)·u·κ, κ ≤ tr A/λ = (dλ + Σ‖x‖²)/λ, n updates since τ."""
+    kappa = (d * lam + mass) / lam
+    return 1e-6 + 2.0**-40 * (d * d) * (d + rounds) * kappa
+
+
+@jit
+def switching_update(A: np.ndarray, s: np.ndarray, factor_tau: np.ndarray, work: np.ndarray,
+                     x: np.ndarray, r: float, stats: np.ndarray) -> None:
+    """A ← A + x xᵀ, s ← s + r·x; the growth bound stats[0] += ln(1 + ‖L_τ⁻¹x‖²) ≥ the growth
+    of ln det A (matrix determinant lemma) and the mass stats[1] += ‖x‖²."""
+    add_outer(A, x, 1.0)
+    add_scaled(s, x, r)
+    solve_lower_into(factor_tau, x, work)
+    stats[0] += math.log1p(dot(work, work))
+    stats[1] += dot(x, x)
+
+
+@jit
+def switch_test(A: np.ndarray, factor: np.ndarray, growth: float, margin: float,
+                in_episode: int, log_det_tau: float, log_c: float) -> float:
+    """ln det A_t when a switch is due before round t (ln det A_t − ln det A_τ > ln(1 + C),
+    tested once the growth bound is within the margin of ln(1 + C); the factor of A_t is then
+    in `factor`), NaN otherwise."""
+    if in_episode > 0 and growth > log_c - margin:
+        if not cholesky_into(A, factor):
+            raise np.linalg.LinAlgError("Cholesky failed: the matrix is not positive definite")
+        current = log_det(factor)
+        if current - log_det_tau > log_c:
+            return current
+    return np.nan
+
+
+@jit
+def switching_rounds(A: np.ndarray, s: np.ndarray, factor_tau: np.ndarray, theta: np.ndarray,
+                     width: float, work: np.ndarray, factor: np.ndarray, stats: np.ndarray,
+                     in_episode: int, log_det_tau: float, log_c: float, lam: float,
+                     tables: OutcomeTables, t: int) -> tuple[int, int]:
+    """Rounds t, t + 1, … of a frozen switching policy on pre-drawn tables up to the horizon
+    or a round before which a switch is due: (that round, in_episode)."""
+    d = A.shape[0]
+    for u in range(t, tables.arms.shape[0]):
+        margin = growth_margin(d, lam, stats[1], in_episode)
+        if not np.isnan(switch_test(A, factor, stats[0], margin, in_episode, log_det_tau,
+                                    log_c)):
+            return u, in_episode
+        arms = tables.arms[u]
+        i = frozen_arm(factor_tau, theta, width, arms)
+        switching_update(A, s, factor_tau, work, arms[i], clip_reward(pull(tables, u, i)),
+                         stats)
+        in_episode += 1
+    return tables.arms.shape[0], in_episode
 
 
 class _EpisodeBase(ZCDPMixin, LinearPolicy):
@@ -57,6 +299,7 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
         self.switches: list[int] = []
         self.release_rewards: list[int] = []
         self.in_episode = 0
+        self.factor_work = np.empty((self.d, self.d))  # L_t, when a test computed it
         self.episode_setup()
 
     def episode_setup(self) -> None:
@@ -66,17 +309,18 @@ class _EpisodeBase(ZCDPMixin, LinearPolicy):
         """Round t's switch test of `choose`, and the switch if it passes."""
         raise NotImplementedError
 
-    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
-        """Rounds t, t + 1, … in compiled code (`ridge_rounds`) up to the horizon or the round
-        before which a switch is due: (that round, whether a switch is due)."""
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        """Rounds t, t + 1, … in compiled code up to the horizon or the round before which a
+        switch is due that the policy makes: that round."""
         raise NotImplementedError
 
     def play_table(self, tables: OutcomeTables) -> None:
-        """The rounds between switches by `compiled_rounds`, each switch here as in `choose`."""
-        t = 0
-        while t < self.horizon:
-            t, due = self.compiled_rounds(tables, t)
-            if due and not self.switch_if_due(t):
+        """The rounds between switches by `compiled_rounds`, each switch left to the policy
+        made here as in `choose`."""
+        t, horizon = 0, len(tables.chosen)
+        while t < horizon:
+            t = self.compiled_rounds(tables, t)
+            if t < horizon and not self.switch_if_due(t):
                 raise RuntimeError(f"round {t + 1}: the compiled and the Python switch tests "
                                    "disagree")
 
@@ -97,6 +341,8 @@ class ZCDPEpisodic(_EpisodeBase):
 
     name = "zCDP-Episodic"
     plays_tables = True
+    decision_rule = staticmethod(episodic_arm)
+    update_rule = staticmethod(episodic_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters, ALPHA,
@@ -105,19 +351,22 @@ class ZCDPEpisodic(_EpisodeBase):
     )
 
     def episode_setup(self) -> None:
+        d = self.d
         self.log_c = math.log(float(self.params["c_trigger"]))
         self.theta_tilde = self.theta0.copy()
-        self.A_start = np.asfortranarray(self.lam * np.eye(self.d))
+        self.A_start = self.lam * np.eye(d)
         self.b_start = self.lam * self.theta0
-        self.A_ep = self.A_start.copy(order="F")
+        self.A_ep = self.A_start.copy()
         self.b_ep = self.b_start.copy()
         self.sigmas: list[float] = []
         self.sensitivities: list[float] = []
-        self.episode_memo: dict[bytes, tuple[np.ndarray, float, float]] = {}
+        self.memo = episode_memo(d)
+        self.eigen_work = (np.empty((d, d)), np.empty(d), np.empty(d))
+        self.noise_rows = NoiseRows(self.noise, d)
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         self.switch_if_due(t)
-        return ucb_index(arms, self.theta_tilde, self.factor(), self.alpha)
+        return episodic_arm(self.factor(), self.theta_tilde, self.alpha, arms)
 
     def switch_if_due(self, t: int) -> bool:
         """A new episode when ln det A_t − ln det A_τ > ln c (and the episode has data)."""
@@ -129,31 +378,46 @@ class ZCDPEpisodic(_EpisodeBase):
                 return True
         return False
 
-    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
-        return play_episodic(self, tables, t)
-
-    def episode_estimate(self) -> tuple[np.ndarray, float, float]:
-        """(θ̂^(ℓ), Δ_θ, σ_θ), a function of (A^(ℓ), b^(ℓ)) alone, remembered by their bytes."""
-        # One-sample episodes (c_trigger = 1) repeat: the arms come from a finite pool.
-        key = self.A_ep.tobytes() + self.b_ep.tobytes()
-        found = self.episode_memo.get(key)
-        if found is None:
-            theta_hat = cho_solve(cholesky(self.A_ep), self.b_ep)
-            sensitivity = 1.0 / lambda_min(self.A_ep)
+    def episode_estimate(self) -> int:
+        """The memo slot of the ended episode: θ̂^(ℓ), Δ_θ, and σ_θ calibrated here the first
+        time (with its noise's scale and grid and the scale of its noise rows)."""
+        slot = episode_entry(self.memo, self.A_ep, self.b_ep, *self.eigen_work)
+        values = self.memo.values[slot]
+        if np.isnan(values[SIGMA]):
+            sensitivity = float(values[DELTA])
             sigma = self.calibrate_release(gaussian_sigma(sensitivity, self.rho), sensitivity)
-            if len(self.episode_memo) >= MEMO_SIZE:
-                self.episode_memo.clear()
-            found = self.episode_memo[key] = (theta_hat, sensitivity, sigma)
-        return found
+            if not self.noise.exact:
+                scale, grid, rows = sigma, 0.0, 0
+            elif sigma == 0:  # no noise at all (limit checks)
+                scale, grid, rows = 0.0, 0.0, 0
+            else:
+                grid, rows = exact_grid(self.noise, sigma)
+                scale = grid
+            values[SIGMA], values[SCALE], values[GRID], values[ROWS] = sigma, scale, grid, rows
+            self.memo.last[:] = values
+        return slot
 
     def switch(self, t: int) -> None:
         """Release the ended episode's noisy estimate and forget its data."""
-        theta_hat, sensitivity, sigma = self.episode_estimate()
-        self.theta_tilde = self.gaussian_release(theta_hat, sigma)
-        self.record_switch(t, self.in_episode, sensitivity, sigma)
+        slot = self.episode_estimate()
+        values = self.memo.values[slot]
+        z = self.noise_rows.take(int(values[ROWS]))
+        self.theta_tilde = np.empty(self.d)
+        episode_release(self.memo, slot, z, self.theta_tilde)
+        self.record_switch(t, self.in_episode, float(values[DELTA]), float(values[SIGMA]))
         self.in_episode = 0
-        self.A_ep = self.A_start.copy(order="F")
-        self.b_ep = self.b_start.copy()
+        start_episode(self.A_ep, self.b_ep, self.A_start, self.b_start)
+
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        rows = self.noise_rows
+        records = np.empty((len(tables.chosen) - t, 4))
+        t, self.in_episode, self.log_det_tau, made, _ = episodic_rounds(
+            self.A, self.factor_work, self.A_ep, self.b_ep, self.A_start, self.b_start,
+            self.theta_tilde, self.alpha, self.log_c, self.in_episode, self.log_det_tau,
+            self.memo, *self.eigen_work, rows.rows, rows.cursor, rows.scale, records, tables, t)
+        for switch_round, rewards, sensitivity, sigma in records[:made].tolist():
+            self.record_switch(int(switch_round), int(rewards), sensitivity, sigma)
+        return t
 
     def record_switch(self, t: int, rewards: int, sensitivity: float, sigma: float) -> None:
         """The ledger entry and the records of the release at round t (`switch`, or the
@@ -171,9 +435,7 @@ class ZCDPEpisodic(_EpisodeBase):
         self.tau = t
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        self.add_to_gram(x)
-        _dsyr(1.0, x, 1, 1, 0, len(x), self.A_ep, 1)  # lower triangle is read
-        add_reward(self.b_ep, x, r)
+        episodic_update(self.A, self.A_ep, self.b_ep, x, r)
         self.in_episode += 1
 
     def events(self) -> dict[str, np.ndarray]:
@@ -204,37 +466,47 @@ class _SwitchingIncrement(_EpisodeBase):
         self.factor_tau = self.factor()
         self.theta_tilde = cho_solve(self.factor_tau, self.b)
         self.width_scale = self.alpha * self.confidence(0)
-        self.growth_bound = 0.0  # ≥ ln det A_t − ln det A_τ (matrix determinant lemma)
-        self.mass = 0.0  # Σ ‖x‖², so tr A = dλ + mass
+        # [growth bound ≥ ln det A_t − ln det A_τ (matrix determinant lemma), Σ‖x‖²]
+        self.stats = np.zeros(2)
+        self.work = np.empty(self.d)
+
+    @property
+    def growth_bound(self) -> float:
+        return float(self.stats[0])
+
+    @property
+    def mass(self) -> float:
+        """Σ ‖x‖² since the start, so tr A = dλ + mass."""
+        return float(self.stats[1])
 
     def confidence(self, n_tau: int) -> float:
         """Multiplier of ‖x‖_{A_τ⁻¹} (before α)."""
         return 1.0
 
     def margin(self) -> float:
-        """Bound on the rounding of growth_bound and of ln det A_t − ln det A_τ as computed."""
-        # A few thousand times d²(d + n)·u·κ: κ ≤ tr A/λ, n rank-one updates since the switch.
-        kappa = (self.d * self.lam + self.mass) / self.lam
-        return 1e-6 + 2.0**-40 * self.d**2 * (self.d + self.in_episode) * kappa
+        """The rounding bound `growth_margin` of the current statistics."""
+        return growth_margin(self.d, self.lam, self.mass, self.in_episode)
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         self.switch_if_due(t)
-        return ucb_index(arms, self.theta_tilde, self.factor_tau, self.width_scale)
+        return frozen_arm(self.factor_tau, self.theta_tilde, self.width_scale, arms)
 
     def switch_if_due(self, t: int) -> bool:
-        """Switch when ln det A_t − ln det A_τ > ln(1 + C), tested only once the growth bound
-        is within the margin of ln(1 + C)."""
-        if self.in_episode > 0 and self.growth_bound > self.log_c - self.margin():
-            factor = self.factor()
-            current = log_det(factor)
-            if current - self.log_det_tau > self.log_c:
-                self.switch(t, factor)
-                self.log_det_tau = current
-                return True
-        return False
+        """Switch when ln det A_t − ln det A_τ > ln(1 + C) (`switch_test`)."""
+        current = switch_test(self.A, self.factor_work, self.growth_bound, self.margin(),
+                              self.in_episode, self.log_det_tau, self.log_c)
+        if np.isnan(current):
+            return False
+        self.switch(t, self.factor_work.copy())
+        self.log_det_tau = current
+        return True
 
-    def compiled_rounds(self, tables: OutcomeTables, t: int) -> tuple[int, bool]:
-        return play_switching(self, tables, t)
+    def compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        t, self.in_episode = switching_rounds(
+            self.A, self.s, self.factor_tau, self.theta_tilde, self.width_scale, self.work,
+            self.factor_work, self.stats, self.in_episode, self.log_det_tau, self.log_c,
+            self.lam, tables, t)
+        return t
 
     def switch(self, t: int, factor: np.ndarray) -> None:
         """b ← b + Σ_{episode} r x + N(0, σ²I); A_τ ← A_t; θ̃ = A_τ⁻¹b."""
@@ -254,15 +526,11 @@ class _SwitchingIncrement(_EpisodeBase):
         self.factor_tau = factor
         self.theta_tilde = cho_solve(factor, self.b)
         self.width_scale = self.alpha * self.confidence(t)
-        self.growth_bound = 0.0
+        self.stats[0] = 0.0
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        self.add_to_gram(x)
-        add_reward(self.s, x, r)
+        switching_update(self.A, self.s, self.factor_tau, self.work, x, r, self.stats)
         self.in_episode += 1
-        y = _dtrsv(self.factor_tau, x, 1, 0, 1)  # L_τ⁻¹x
-        self.growth_bound += math.log1p(float(y @ y))
-        self.mass += float(x @ x)
 
     def diagnostics(self) -> dict[str, float]:
         out = super().diagnostics()
@@ -275,6 +543,8 @@ class RarelySwitchingZCDP(_SwitchingIncrement):
 
     name = "RarelySwitching-zCDP"
     plays_tables = True
+    decision_rule = staticmethod(frozen_arm)
+    update_rule = staticmethod(switching_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
 
 
@@ -283,6 +553,8 @@ class AdaCOFULZCDP(_SwitchingIncrement):
 
     name = "AdaC-OFUL-zCDP"
     plays_tables = True
+    decision_rule = staticmethod(frozen_arm)
+    update_rule = staticmethod(switching_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (reward_audit(name),)
     parameters: ClassVar[Declaration] = (
         *_SwitchingIncrement.parameters,

@@ -8,86 +8,121 @@ The guarantee is joint DP (contexts private too), not the event-level model of t
 
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dpbandits.audit.spec import SMALL_POOL, UNIT_NORMS, PolicyAudit
 from dpbandits.contract import Environment, OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.linalg import cho_solve
+from dpbandits.jit import jit
+from dpbandits.linalg import cho_solve, cho_solve_into, cholesky, cholesky_into
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import (
-    ALPHA,
-    SNAP_LIMIT,
-    LinearPolicy,
-    ucb_index,
-)
-from dpbandits.policies.ridge_rounds import AT_STOP, FLOOR, finish_round, play_tree
+from dpbandits.policies.linear_core import ALPHA, LinearPolicy, snap, ucb_index
+from dpbandits.policies.ridge_rounds import finish_round
+from dpbandits.policies.tables import pull
+from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.tree import MatrixTree, cover_nodes, tree_height, tree_rho
-from dpbandits.scipy_kernels import lapack
 
 L_TILDE = math.sqrt(2.0)
 EIGEN_FLOOR = 1e-6
 NOISE_BLOCK = 256  # rounds of compiled play whose node noises are drawn ahead at once
 
 
-class NoisePlan(NamedTuple):
-    """What `advance_noise` does after each of a block of rounds: the node noises it adds or
-    removes (`noises`), round i's operations ops[offsets[i]:offsets[i + 1]], each 2k + 1 (add
-    noises[k]) or 2k (subtract it), and per round the nodes removed and added (None for a
-    cover kept in the order its nodes joined, which `follow` rebuilds)."""
-
-    noises: np.ndarray
-    ops: np.ndarray
-    offsets: np.ndarray
-    steps: list[tuple[list[int], list[int]]] | None
-
-    def rest(self, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(noises, ops, offsets) of the plan's rounds from its i-th on."""
-        first = self.offsets[i]
-        return self.noises, self.ops[first:], self.offsets[i:] - first
+@functools.lru_cache(maxsize=4)
+def cover_table(horizon: int, height: int) -> np.ndarray:
+    """Row c: the dyadic cover of leaves [1, c] (`cover_nodes`, in its order), padded with 0,
+    for c = 0 … horizon."""
+    table = np.zeros((horizon + 1, height), dtype=np.int64)
+    for count in range(1, horizon + 1):
+        nodes = cover_nodes(count, height)
+        table[count, :len(nodes)] = nodes
+    table.flags.writeable = False
+    return table
 
 
-def _joining_node(count: int, first_leaf: int) -> int:
-    """The node that joins the dyadic cover of leaves [1, count − 1] to make that of [1, count]:
-    the one whose leaves end at leaf count, 2^j of them for j trailing zero bits of count."""
-    return (first_leaf + count - 1) >> ((count & -count).bit_length() - 1)
+@jit
+def cover_sum(noises: np.ndarray, slots: np.ndarray, out: np.ndarray) -> None:
+    """out = Σ noises[k] over the slots k ≥ 0 of a cover, added from zero in its order: the
+    tree noise Σ_{cover(c)} Z_node of the release at count c."""
+    for i in range(out.shape[0]):
+        for j in range(out.shape[1]):
+            out[i, j] = 0.0
+    for k in slots:
+        if k >= 0:
+            noise = noises[k]
+            for i in range(out.shape[0]):
+                for j in range(out.shape[1]):
+                    out[i, j] += noise[i, j]
 
 
-def _joined_order(count: int, height: int) -> list[int]:
-    """The dyadic cover of leaves [1, count] in the order its nodes joined it, one a round:
-    largest first (`cover_nodes` lists it smallest first)."""
-    return cover_nodes(count, height)[::-1]
+@jit
+def jdp_estimate(prefix: np.ndarray, noise: np.ndarray, base: np.ndarray,
+                 lam_theta0: np.ndarray, released: np.ndarray, factor: np.ndarray,
+                 theta: np.ndarray) -> bool:
+    """The tree release Ñ = prefix + noise into `released`; V_t = base + Ñ[:d, :d] factorised
+    into `factor` and θ̂_t = V_t⁻¹(Ñ[:d, d] + λθ₀) into `theta`; False (and neither written)
+    where V_t is not positive definite."""
+    d = base.shape[0]
+    for i in range(released.shape[0]):
+        for j in range(released.shape[1]):
+            released[i, j] = prefix[i, j] + noise[i, j]
+    v = np.empty((d, d))
+    for i in range(d):
+        for j in range(d):
+            v[i, j] = base[i, j] + released[i, j]
+    if not cholesky_into(v, factor):
+        return False
+    u = np.empty(d)
+    for i in range(d):
+        u[i] = released[i, d] + lam_theta0[i]
+    cho_solve_into(factor, u, np.empty(d), theta)
+    return True
 
 
-def _dyadic_ops(start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ops, offsets, left) of rounds start … stop − 1 on a dyadic cover kept in joined order
-    (`_joined_order`), as `advance_noise` changes it: at count c the j = ctz(c) nodes that
-    joined at counts c − 2^(j−1), …, c − 2, c − 1 leave, largest first, and c's joining node
-    comes in. Round i's new node is slot i; a node that joined at count e ≤ start, before the
-    block, is slot (stop − start) + k for the k-th such node to leave, and `left` lists those e
-    in that order."""
-    rounds = stop - start
-    counts = np.arange(start + 1, stop + 1, dtype=np.int64)
-    leaving = np.frexp((counts & -counts).astype(float))[1] - 1  # ctz(c), exact: powers of 2
-    offsets = np.zeros(rounds + 1, dtype=np.int64)
-    np.cumsum(leaving + 1, out=offsets[1:])
-    of_round = np.repeat(np.arange(rounds), leaving)
-    first_gone = np.zeros(rounds, dtype=np.int64)
-    np.cumsum(leaving[:-1], out=first_gone[1:])
-    k = leaving[of_round] - 1 - (np.arange(len(of_round)) - first_gone[of_round])
-    joined_at = counts[of_round] - (np.int64(1) << k)
-    slots = joined_at - (start + 1)
-    before = joined_at <= start
-    slots[before] = rounds + np.arange(np.count_nonzero(before))
-    ops = np.empty(offsets[-1], dtype=np.int64)
-    adds = np.zeros(offsets[-1], dtype=bool)
-    adds[offsets[1:] - 1] = True
-    ops[adds] = 2 * np.arange(rounds) + 1
-    ops[~adds] = 2 * slots
-    return ops, offsets, joined_at[before]
+@jit
+def jdp_arm(factor: np.ndarray, theta: np.ndarray, alpha: float, arms: np.ndarray) -> int:
+    """JDP-LinUCB's action: argmax_x xᵀθ̂_t + α‖x‖_{V_t⁻¹} on the tree release (Shariff &
+    Sheffet 2018, Alg. 1)."""
+    return ucb_index(arms, theta, factor, alpha)
+
+
+@jit
+def jdp_update(prefix: np.ndarray, z: np.ndarray, leaf: np.ndarray, x: np.ndarray, r: float,
+               grid: float) -> None:
+    """The leaf z zᵀ, z = [x; r], on the grid γ of the tree's exact noise (γ > 0, as
+    `MatrixTree.snap` puts it), added to the tree's prefix sum."""
+    d = x.shape[0]
+    for i in range(d):
+        z[i] = x[i]
+    z[d] = r
+    for i in range(z.shape[0]):
+        for j in range(z.shape[0]):
+            leaf[i, j] = z[i] * z[j]
+            if grid > 0.0:
+                leaf[i, j] = snap(leaf[i, j], grid)
+            prefix[i, j] += leaf[i, j]
+
+
+@jit
+def jdp_rounds(prefix: np.ndarray, noise: np.ndarray, base: np.ndarray,
+               lam_theta0: np.ndarray, released: np.ndarray, factor: np.ndarray,
+               theta: np.ndarray, z: np.ndarray, leaf: np.ndarray, alpha: float, grid: float,
+               noises: np.ndarray, slots: np.ndarray, start: int, tables: OutcomeTables,
+               t: int, stop: int) -> int:
+    """Rounds t … stop − 1 of JDP-LinUCB on pre-drawn tables, the cover of count u being
+    slots[u − start] into `noises`; returns `stop`, or the round before which V_t must be
+    floored (its tree noise in `noise`)."""
+    for u in range(t, stop):
+        cover_sum(noises, slots[u - start], noise)
+        if not jdp_estimate(prefix, noise, base, lam_theta0, released, factor, theta):
+            return u
+        arms = tables.arms[u]
+        i = jdp_arm(factor, theta, alpha, arms)
+        jdp_update(prefix, z, leaf, arms[i], clip_reward(pull(tables, u, i)), grid)
+    return stop
 
 
 def jdp_sigma(epsilon: float, delta: float, horizon: int) -> float:
@@ -146,166 +181,103 @@ class JDPLinUCB(LinearPolicy):
         self.tree = MatrixTree(self.horizon, self.d + 1, math.sqrt(2.0) * self.sigma_n,
                                self.noise_rng, shift=2.0 * self.upsilon, noise=self.noise)
         self.floor_events = 0
-        self.released_sum = np.zeros((self.d + 1, self.d + 1))  # prefix sum + tree noise
-        self.node_noise: dict[int, np.ndarray] = {}
+        size = self.d + 1
+        self.prefix = np.zeros((size, size))  # Σ of the (snapped) leaves z zᵀ
+        self.tree_noise = np.zeros((size, size))  # Σ_{cover(count)} Z_node
+        self.released_work = np.empty((size, size))  # the release Ñ = prefix + tree noise
         self.base = (self.lam + 2.0 * self.upsilon) * np.eye(self.d)
         self.lam_theta0 = self.lam * self.theta0
-        self.z = np.empty(self.d + 1)  # [x; r] of the current leaf
-        self.leaf = np.empty((self.d + 1, self.d + 1))
-        self.v_work = np.empty((self.d, self.d), order="F")  # V_t, then its factor
+        self.z = np.empty(size)  # [x; r] of the current leaf
+        self.leaf = np.empty((size, size))
+        self.factor_work = np.empty((self.d, self.d))  # the factor of V_t
+        self.theta = np.zeros(self.d)  # θ̂_t
         exact = self.tree.exact and self.tree.sigma_node > 0
         self.leaf_grid = self.noise.grid(self.tree.sigma_node) if exact else 0.0
-        self.current: tuple[int, np.ndarray, np.ndarray, bool] | None = None
+        self.estimated = -1  # the count whose release the factor and θ̂ are of
+        self.floored = False
 
     @property
     def cover(self) -> set[int]:
-        return set(self.node_noise)
+        return set(self.tree.cover())
 
     @property
-    def tree_noise(self) -> np.ndarray:
-        """Tree noise of the current release: Σ_{cover(c)} Z_node."""
-        total = np.zeros((self.d + 1, self.d + 1))
-        for z in self.node_noise.values():
-            total += z
-        return total
+    def released_sum(self) -> np.ndarray:
+        """The tree's release without shift: prefix sum + Σ_{cover(count)} Z_node."""
+        return self.prefix + self.tree_noise
 
-    def advance_noise(self) -> None:
-        """Keep Σ_{cover(c)} Z_node incrementally: on each insertion the newly closed node's
-        noise (drawn once by the tree) is added and the nodes it replaces are removed, so the
-        release equals the tree's own."""
-        cover = self.tree.cover()
-        for node in [n for n in self.node_noise if n not in cover]:
-            self.released_sum -= self.node_noise.pop(node)
-        for node in sorted(n for n in cover if n not in self.node_noise):
-            z = self.node_noise[node] = self.tree.node_noise(node)
-            self.released_sum += z
+    def refresh_noise(self) -> None:
+        """The tree noise of the current count's cover (its new node drawn by the tree)."""
+        nodes = self.tree.cover()
+        slots = np.arange(len(nodes), dtype=np.int64)
+        cover_sum(self.tree.node_noises(nodes), slots, self.tree_noise)
 
     def released(self) -> tuple[np.ndarray, np.ndarray]:
         """(V_t, u_t) = (λI + 2ΥI + Ñ[:d, :d], Ñ[:d, d] + λθ₀) from the tree release."""
-        d = self.d
-        v = np.asfortranarray(self.base + self.released_sum[:d, :d])
-        return v, self.released_sum[:d, d] + self.lam_theta0
+        d, released = self.d, self.released_sum
+        return self.base + released[:d, :d], released[:d, d] + self.lam_theta0
+
+    def estimate(self) -> None:
+        """The factor of V_t and θ̂_t = V_t⁻¹u_t, once per release; V_t floored at its
+        eigenvalues (EIGEN_FLOOR) where it is not positive definite."""
+        self.floored = not jdp_estimate(self.prefix, self.tree_noise, self.base,
+                                        self.lam_theta0, self.released_work, self.factor_work,
+                                        self.theta)
+        if self.floored:
+            v, u = self.released()
+            vals, vecs = np.linalg.eigh(v)
+            v = (vecs * np.maximum(vals, EIGEN_FLOOR)) @ vecs.T
+            self.factor_work = cholesky(np.ascontiguousarray(v))
+            self.theta = cho_solve(self.factor_work, np.ascontiguousarray(u))
+        self.estimated = self.tree.count
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        current = self.current
-        if current is None or current[0] != self.tree.count:
-            current = self.current = (self.tree.count, *self.estimate())
-        _, factor, theta, floored = current
-        if floored:  # counted on every query of a floored release, replays included
+        if self.estimated != self.tree.count:
+            self.estimate()
+        if self.floored:  # counted on every query of a floored release, replays included
             self.floor_events += 1
-        return ucb_index(arms, theta, factor, self.alpha)
-
-    def estimate(self) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(factor of V_t, θ̂_t = V_t⁻¹u_t, whether V_t was floored), once per release."""
-        d = self.d
-        # V_t as `released` builds it, factorised in place in a work array
-        v = np.add(self.base, self.released_sum[:d, :d], out=self.v_work)
-        factor, info = lapack.dpotrf(v, 1, 0, 1)
-        floored = info != 0
-        if floored:
-            v = self.released()[0]
-            vals, vecs = np.linalg.eigh(v)
-            v = np.asfortranarray((vecs * np.maximum(vals, EIGEN_FLOOR)) @ vecs.T)
-            factor, info = lapack.dpotrf(v, lower=1, clean=0)
-        return factor, cho_solve(factor, self.released_sum[:d, d] + self.lam_theta0), floored
-
-    def noise_plan(self, start: int, stop: int) -> NoisePlan:
-        """`advance_noise` after rounds start … stop − 1, its new nodes' noises drawn now, in
-        the order it draws them (nothing else draws from the tree's generator)."""
-        first_leaf = 1 << (self.tree.height - 1)
-        held = list(self.node_noise)  # the cover in the order `advance_noise` keeps it
-        if held == _joined_order(start, self.tree.height) and stop > start:
-            ops, offsets, left = _dyadic_ops(start, stop)
-            noises = self.tree.node_noises([_joining_node(count, first_leaf)
-                                            for count in range(start + 1, stop + 1)])
-            if len(left):
-                noises = np.concatenate([noises, [self.node_noise[_joining_node(int(count),
-                                                                                 first_leaf)]
-                                                  for count in left]])
-            return NoisePlan(noises, ops, offsets, None)
-        slots: dict[int, int] = {}
-        noises: list[np.ndarray] = []
-        ops: list[int] = []
-        offsets, steps = [0], []
-
-        def slot(node: int, noise: np.ndarray) -> int:
-            if node not in slots:
-                slots[node] = len(noises)
-                noises.append(noise)
-            return slots[node]
-
-        for count in range(start + 1, stop + 1):  # a cover in another order: round by round
-            cover = cover_nodes(count, self.tree.height)
-            gone = [n for n in held if n not in cover]
-            new = sorted(n for n in cover if n not in held)
-            for node in gone:
-                held.remove(node)
-                ops.append(2 * slot(node, self.node_noise.get(node)))  # type: ignore[arg-type]
-            for node in new:
-                held.append(node)
-                ops.append(2 * slot(node, self.tree.node_noise(node)) + 1)
-            offsets.append(len(ops))
-            steps.append((gone, new))
-        size = self.d + 1
-        stacked = np.stack(noises) if noises else np.empty((0, size, size))
-        return NoisePlan(stacked, np.array(ops, dtype=np.int64),
-                         np.array(offsets, dtype=np.int64), steps)
-
-    def follow(self, plan: NoisePlan, first: int, stop: int) -> None:
-        """The tree's count and the cover's noises after the plan's rounds first … stop − 1,
-        whose leaves and node noises compiled rounds added to the release."""
-        if plan.steps is None:
-            for _ in range(first, stop):
-                self.tree.update(None)
-            if stop > first:
-                self.node_noise = {node: self.tree.node_noise(node) for node in
-                                   _joined_order(self.tree.count, self.tree.height)}
-        else:
-            for gone, new in plan.steps[first:stop]:
-                for node in gone:
-                    del self.node_noise[node]
-                for node in new:
-                    self.node_noise[node] = self.tree.node_noise(node)
-                self.tree.update(None)
-        self.current = None
-
-    def play_table(self, tables: OutcomeTables) -> None:
-        """Compiled rounds (`ridge_rounds.play_tree`) a block of node noises at a time. Where
-        V_t must be floored, `choose` picks round t's arm; there, and where the compiled loop
-        picked it but the leaf needs the tree's snap, `observe` takes round t."""
-        t, theta, generator = 0, np.empty(self.d), self.tree.rng.bit_generator
-        while t < self.horizon:
-            start, stop = t, min(self.horizon, t + NOISE_BLOCK)
-            plan = self.noise_plan(start, stop)
-            drawn = generator.state
-            while t < stop:
-                played, why = play_tree(self, tables, t, stop, plan.rest(t - start), theta)
-                self.follow(plan, t - start, played - start)
-                t = played
-                if why == AT_STOP:
-                    break
-                index = self.choose(t, tables.arms[t]) if why == FLOOR else int(tables.chosen[t])
-                finish_round(self, tables, t, index)
-                t += 1
-            if generator.state != drawn:  # noises were drawn ahead: nothing else may draw
-                raise RuntimeError("JDP-LinUCB: the tree's generator was drawn from during "
-                                   "compiled rounds; their noises would not be the round loop's")
+        return jdp_arm(self.factor_work, self.theta, self.alpha, arms)
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
-        z, leaf, grid = self.z, self.leaf, self.leaf_grid
-        z[:-1] = x
-        z[-1] = r
-        np.multiply(z[:, None], z[None, :], out=leaf)  # np.outer(z, z)
-        top = np.abs(z).max()
-        if grid and top * top < SNAP_LIMIT * grid:  # the tree's snap, grid found once
-            leaf /= grid
-            np.rint(leaf, out=leaf)
-            leaf *= grid
-            self.released_sum += leaf
-        else:
-            self.released_sum += self.tree.snap(leaf)
+        jdp_update(self.prefix, self.z, self.leaf, x, r, self.leaf_grid)
         self.tree.update(None)
-        self.advance_noise()
+        self.refresh_noise()
+
+    def noise_block(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(noises, slots) of the releases at counts start … stop − 1: the distinct nodes of
+        their covers, in the order they first appear (the nodes joining in the block drawn
+        now, in the order the rounds would draw them), and per count its cover as indices
+        into them (−1: none)."""
+        covers = cover_table(self.horizon, self.tree.height)[start:stop]
+        flat = covers.ravel()
+        used = flat > 0
+        nodes, first, inverse = np.unique(flat[used], return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")  # nodes by first appearance
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        slots = np.full(flat.shape, -1, dtype=np.int64)
+        slots[used] = rank[inverse]
+        return self.tree.node_noises(nodes[order].tolist()), slots.reshape(covers.shape)
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Compiled rounds (`jdp_rounds`) a block of node noises at a time; a round whose V_t
+        must be floored is played by `choose` and `observe`."""
+        t, horizon = 0, len(tables.chosen)
+        while t < horizon:
+            start, stop = t, min(horizon, t + NOISE_BLOCK)
+            noises, slots = self.noise_block(start, stop)
+            while t < stop:
+                played = jdp_rounds(self.prefix, self.tree_noise, self.base, self.lam_theta0,
+                                    self.released_work, self.factor_work, self.theta, self.z,
+                                    self.leaf, self.alpha, self.leaf_grid, noises, slots,
+                                    start, tables, t, stop)
+                for _ in range(played - t):
+                    self.tree.update(None)
+                t = played
+                if t < stop:
+                    finish_round(self, tables, t, self.choose(t, tables.arms[t]))
+                    t += 1
+        self.refresh_noise()
+        self.estimated = -1
 
     def finish(self) -> None:
         """The tree's actual zCDP: a user's leaf z zᵀ (‖z‖² ≤ 2) moves by ≤ 2√2 in Frobenius

@@ -24,6 +24,8 @@ from dpbandits.policies.base import Policy
 from dpbandits.privacy import _exact
 from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.exact_noise import (
+    GRID_BITS,
+    PARAM_LIMIT,
     Noise,
     discrete_gaussian,
     inflate_for_snapping,
@@ -35,6 +37,7 @@ ZCDP_CONVERSIONS = ("classic", "tight")
 SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)
 INFLATE_STEPS = 200  # as inflate_for_snapping; on no convergence it is called to raise
 MEMO_SIZE = 4096  # calibrations remembered per policy (a memo, cleared when full)
+BLOCK_MAX = 1024  # rows of noise drawn at most at once (`NoiseRows`)
 
 
 @jit
@@ -67,16 +70,93 @@ def ridge_update(A: np.ndarray, b: np.ndarray, x: np.ndarray, r: float) -> None:
     add_scaled(b, x, r)
 
 
+@jit
+def snap(value: float, grid: float) -> float:
+    """`value` on the grid γ (ties to even), as `ExactNoise.snap` rounds a coordinate: |value| ≥
+    2^53·γ is on it already (kept, as are ±∞ and NaN)."""
+    if abs(value) >= SNAP_LIMIT * grid:
+        return value
+    return np.rint(value / grid) * grid
+
+
+@jit
+def noisy_into(value: np.ndarray, scale: float, grid: float, z: np.ndarray,
+               out: np.ndarray) -> None:
+    """A Gaussian release of `value`: out = value + scale·z with continuous noise (grid 0, z
+    standard normal, scale σ), or snap(value, γ) + γ·z with exact noise (z discrete Gaussian
+    integers of scale σ/γ, scale = grid = γ; CKS 2020, Thm 4)."""
+    for i in range(value.shape[0]):
+        base = snap(value[i], grid) if grid > 0.0 else value[i]
+        out[i] = base + scale * z[i]
+
+
+def exact_grid(noise: Noise, sigma: float) -> tuple[float, int]:
+    """(γ, s): the grid of exact noise at scale σ and its integer scale s = ⌈σ/γ⌉
+    (`ExactNoise.grid`, `ExactNoise.effective_sigma`)."""
+    if type(sigma) is float and 2.0**-1000 <= sigma <= 2.0**1000:  # else checked by `grid`
+        gamma = math.ldexp(1.0, math.frexp(sigma)[1] - 1 - GRID_BITS)
+    else:
+        gamma = noise.grid(sigma)
+    return gamma, math.ceil(sigma / gamma)
+
+
+def draw_exact(rng: np.random.Generator, s: int, out: np.ndarray) -> None:
+    """`out` (int64) filled with discrete Gaussian integers of scale s (`discrete_gaussian`)."""
+    if 1 <= s < PARAM_LIMIT:
+        bit_generator = rng.bit_generator
+        with bit_generator.lock:
+            _exact.discrete_gaussian(bit_generator.capsule, s, out)
+    else:
+        out[...] = discrete_gaussian(rng, s, out.shape)
+
+
 def snapped_release(noise: Noise, value: Any, sigma: float) -> np.ndarray:
     """`noise.snap(value, σ) + noise.gaussian(σ, shape)` of exact noise, the grid γ found once."""
-    gamma = noise.grid(sigma)
     v = np.asarray(value, dtype=float)
-    if v.ndim and v.size and np.abs(v).max() < SNAP_LIMIT * gamma:  # else huge, non-finite
-        snapped = v / gamma
-        np.rint(snapped, out=snapped)
-        snapped *= gamma
-        return snapped + gamma * discrete_gaussian(noise.rng, math.ceil(sigma / gamma), v.shape)
-    return noise.snap(v, sigma) + noise.gaussian(sigma, v.shape)
+    if v.ndim != 1:
+        return noise.snap(v, sigma) + noise.gaussian(sigma, v.shape)
+    gamma, s = exact_grid(noise, sigma)
+    z = np.empty(v.shape, dtype=np.int64)
+    draw_exact(noise.rng, s, z)
+    out = np.empty_like(v)
+    noisy_into(v, gamma, gamma, z.astype(float), out)
+    return out
+
+
+class NoiseRows:
+    """Rows of noise of length d for releases, drawn from the noise generator a block at a time:
+    standard normals (continuous noise) or discrete Gaussian integers of one integer scale s
+    (exact noise). A release of scale s takes the next row of the block when the block has
+    that scale, else a block is drawn for s, the rest of the old one left unused; blocks double
+    in size while the scale stays (up to BLOCK_MAX rows). The rows are the generator's draws
+    in order, as row-by-row draws would give them, but for the rows left unused. Compiled
+    rounds take rows too (`rows`, `cursor`, `scale`), as `take` does."""
+
+    def __init__(self, noise: Noise, d: int) -> None:
+        self.noise, self.d = noise, d
+        self.rows = np.empty((0, d))
+        self.cursor = np.zeros(1, dtype=np.int64)  # the next row
+        self.scale = -1.0  # s of the block (0.0: standard normals)
+
+    def take(self, s: int) -> np.ndarray:
+        """The next row for a release of integer scale s (0: a standard normal row)."""
+        if float(s) != self.scale or self.cursor[0] >= len(self.rows):
+            size = min(2 * len(self.rows), BLOCK_MAX) if float(s) == self.scale else 1
+            self.draw(s, size)
+        row = self.rows[self.cursor[0]]
+        self.cursor[0] += 1
+        return row
+
+    def draw(self, s: int, size: int) -> None:
+        """A new block of `size` rows of scale s."""
+        if s == 0:
+            self.rows = self.noise.rng.standard_normal((size, self.d))
+        else:
+            z = np.empty((size, self.d), dtype=np.int64)
+            draw_exact(self.noise.rng, s, z)
+            self.rows = z.astype(float)
+        self.scale = float(s)
+        self.cursor[0] = 0
 
 
 def inflate_exact(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:

@@ -29,11 +29,11 @@ def linucb_arm(A: np.ndarray, b: np.ndarray, alpha: float, arms: np.ndarray) -> 
 
 
 @jit
-def lints_arm(A: np.ndarray, b: np.ndarray, v: float, arms: np.ndarray,
-              rng: np.random.Generator) -> int:
-    """Linear TS (Agrawal & Goyal 2013): argmax_x xᵀθ̃, θ̃ = θ̂ + v·L⁻ᵀz ~ N(A⁻¹b, v²A⁻¹)."""
+def lints_arm(A: np.ndarray, b: np.ndarray, v: float, arms: np.ndarray, z: np.ndarray) -> int:
+    """Linear TS (Agrawal & Goyal 2013): argmax_x xᵀθ̃, θ̃ = θ̂ + v·L⁻ᵀz ~ N(A⁻¹b, v²A⁻¹) for
+    the round's standard normal z."""
     factor = cholesky(A)
-    sample = solve_lower_t(factor, rng.standard_normal(A.shape[0]))
+    sample = solve_lower_t(factor, z)
     return greedy_index(arms, cho_solve(factor, b) + v * sample)
 
 
@@ -46,11 +46,11 @@ def linucb_rounds(A: np.ndarray, b: np.ndarray, alpha: float, tables: OutcomeTab
 
 
 @jit
-def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, rng: np.random.Generator,
+def lints_rounds(A: np.ndarray, b: np.ndarray, v: float, normals: np.ndarray,
                  tables: OutcomeTables) -> None:
-    """Every round of LinTS on pre-drawn tables."""
+    """Every round of LinTS on pre-drawn tables, round t's standard normal z in normals[t]."""
     for t in range(tables.arms.shape[0]):
-        i = lints_arm(A, b, v, tables.arms[t], rng)
+        i = lints_arm(A, b, v, tables.arms[t], normals[t])
         ridge_update(A, b, tables.arms[t, i], clip_reward(pull(tables, t, i)))
 
 
@@ -91,10 +91,11 @@ class LinTS(LinearPolicy):
         self.v = float(self.params["v"])
 
     def choose(self, t: int, arms: np.ndarray) -> int:
-        return lints_arm(self.A, self.b, self.v, arms, self.explore_rng)
+        return lints_arm(self.A, self.b, self.v, arms, self.explore_rng.standard_normal(self.d))
 
     def observe(self, t: int, x: np.ndarray, r: float) -> None:
         ridge_update(self.A, self.b, x, r)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        lints_rounds(self.A, self.b, self.v, self.explore_rng, tables)
+        normals = self.explore_rng.standard_normal((len(tables.chosen), self.d))
+        lints_rounds(self.A, self.b, self.v, normals, tables)
