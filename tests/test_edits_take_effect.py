@@ -7,13 +7,9 @@ the unedited package. A copy without the edit must give the same results (the co
 
 from __future__ import annotations
 
-import ast
 import inspect
 import json
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +21,18 @@ import yaml
 from dpbandits.policies import POLICIES, rule_name, rule_source
 from dpbandits.simulate import run_shard
 
-from conftest import BIN, REPO
+from checkout import (
+    PACKAGE,
+    cli_run,
+    copy_checkout,
+    environment,
+    insert_return_zero,
+    regret_of,
+)
+from conftest import BIN
 
 pytestmark = pytest.mark.slow
 
-PACKAGE = REPO / "src" / "dpbandits"
 INSTANCES = {
     "glm": {"generator": "glm_ball", "family": "logistic", "d": 3, "K": 5, "S": 2.0,
             "horizon": 300, "seed": 7},
@@ -56,58 +59,6 @@ def spec_for(name: str, trials: int) -> dict[str, Any]:
             "epsilon": 1.0 if cls.private else None, "delta": 0.02, "accounting": "strict",
             "instance": instance_for(cls), "instance_index": 0,
             "trials": list(range(trials)), "seed": 7}
-
-
-def insert_return_zero(package: Path, rule: Any) -> None:
-    """`return 0` as the first statement of the rule's body (after its docstring), in the
-    copied package's source."""
-    function = rule_source(rule)
-    path = package / Path(inspect.getfile(function)).relative_to(PACKAGE)
-    lines = path.read_text().splitlines(keepends=True)
-    tree = ast.parse("".join(lines))
-    node = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
-                and n.name == function.__name__
-                and function.__code__.co_firstlineno in
-                (n.lineno, *(d.lineno for d in n.decorator_list)))
-    body = node.body
-    docstring = (isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                 and isinstance(body[0].value.value, str))
-    first = body[1] if docstring and len(body) > 1 else body[0]
-    if docstring and len(body) == 1:
-        line, indent = body[0].end_lineno, body[0].col_offset
-    else:
-        line, indent = first.lineno - 1, first.col_offset
-    lines.insert(line, " " * indent + "return 0\n")
-    path.write_text("".join(lines))
-
-
-def copy_checkout(root: Path) -> Path:
-    """The repository as a researcher edits it (sources, workflow, configs) copied to root."""
-    shutil.copytree(REPO, root, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "results", "tests", "benchmarks", "__pycache__", ".snakemake"))
-    return root
-
-
-def environment(checkout: Path, cache: Path) -> dict[str, str]:
-    """The checkout's sources first on the path, the test's own kernel cache."""
-    return {**os.environ, "DPBANDITS_CACHE": str(cache), "PYTHONPATH": str(checkout / "src"),
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-
-
-def cli_run(checkout: Path, cache: Path, spec: dict[str, Any], out: Path) -> np.ndarray:
-    """`dpbandits run --spec` with the checkout's package: the shard's regret curves."""
-    spec_file = out.with_suffix(".json")
-    spec_file.write_text(json.dumps(spec))
-    proc = subprocess.run([sys.executable, "-m", "dpbandits.cli", "run", "--spec",
-                           str(spec_file), "--out", str(out)], env=environment(checkout, cache),
-                          capture_output=True, text=True, timeout=900, cwd=out.parent)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return regret_of(out)
-
-
-def regret_of(shard: Path) -> np.ndarray:
-    with h5py.File(shard, "r") as handle:
-        return handle["cum_regret"][()]
 
 
 def snakemake_shards(checkout: Path, cache: Path, name: str, workdir: Path) -> list[Path]:
@@ -158,7 +109,7 @@ def test_every_policy_names_its_rules() -> None:
 def test_return_zero_in_the_decision_rule_changes_every_path(name: str, tmp_path: Path,
                                                              cache: Path) -> None:
     checkout = copy_checkout(tmp_path / "edited")
-    insert_return_zero(checkout / "src" / "dpbandits", POLICIES.get(name).decision_rule)
+    insert_return_zero(checkout, POLICIES.get(name).decision_rule)
     for trials in (1, 10):
         spec = spec_for(name, trials)
         before = run_shard(spec).cum_regret

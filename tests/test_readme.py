@@ -15,6 +15,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.policies import POLICIES
 from dpbandits.simulate import run_shard
 
+from checkout import cli_run, copy_checkout, replace_function
 from conftest import REPO
 
 
@@ -66,3 +67,20 @@ def test_the_readme_algorithm_rejects_undeclared_parameters(example_policy):
     name, entry = example_policy
     with pytest.raises(ConfigError, match="explre"):
         validate_config(experiment({"policy": name, "params": {"explre": 0.1}}))
+
+
+def test_the_readme_change_reaches_every_linucb_shard(tmp_path: Path) -> None:
+    """The README's edit of LinUCB's decision rule, made in a copy of the repository: LinUCB
+    with α = 1 then gives exactly what the unedited LinUCB gives with α = 0."""
+    text = section("Change an algorithm")
+    checkout = copy_checkout(tmp_path / "checkout")
+    replace_function(checkout, POLICIES.get("LinUCB").decision_rule, blocks(text, "python")[0])
+    spec = {"experiment": "readme", "algorithm": "LinUCB", "policy": "LinUCB",
+            "params": {"alpha": 1.0}, "epsilon": None, "delta": 0.02, "accounting": "strict",
+            "instance": {"generator": "logistic_pool", "d": 5, "n_arms": 20, "K": 5,
+                         "horizon": 400, "seed": 3}, "instance_index": 0, "trials": [0, 1],
+            "seed": 3}
+    edited = cli_run(checkout, tmp_path / "cache", spec, tmp_path / "edited.h5")
+    greedy = run_shard({**spec, "params": {"alpha": 0.0}}).cum_regret
+    np.testing.assert_array_equal(edited, greedy)
+    assert not np.array_equal(edited, run_shard(spec).cum_regret)
