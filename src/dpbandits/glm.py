@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dpbandits.jit import jit
-from dpbandits.linalg import cholesky_into, dot, solve_lower_into, solve_lower_t_into
+from dpbandits.linalg import cholesky_into, dot, log_det, solve_lower_into, solve_lower_t_into
 from dpbandits.links import Link, mean_values
 
 SOLVERS = ("compat", "newton")
@@ -67,10 +67,10 @@ def record(counts: np.ndarray, success: bool, iterations: int, capped: bool) -> 
 # -- the canonical loss F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² and its derivatives -------------------
 
 @jit
-def _sum(w: np.ndarray, start: int, n: int) -> float:
-    """Σ wᵢ over i in [start, n), in four interleaved partial sums."""
+def _sum(w: np.ndarray, n: int) -> float:
+    """Σ wᵢ over i < n, in four interleaved partial sums."""
     s0 = s1 = s2 = s3 = 0.0
-    i = start
+    i = 0
     while i + 4 <= n:
         s0 += w[i]
         s1 += w[i + 1]
@@ -84,10 +84,10 @@ def _sum(w: np.ndarray, start: int, n: int) -> float:
 
 
 @jit
-def _column_sum(w: np.ndarray, X: np.ndarray, a: int, start: int, n: int) -> float:
-    """Σ wᵢX[i, a] over i in [start, n), in four interleaved partial sums."""
+def _column_sum(w: np.ndarray, X: np.ndarray, a: int, n: int) -> float:
+    """Σ wᵢX[i, a] over i < n, in four interleaved partial sums."""
     s0 = s1 = s2 = s3 = 0.0
-    i = start
+    i = 0
     while i + 4 <= n:
         s0 += w[i] * X[i, a]
         s1 += w[i + 1] * X[i + 1, a]
@@ -101,10 +101,10 @@ def _column_sum(w: np.ndarray, X: np.ndarray, a: int, start: int, n: int) -> flo
 
 
 @jit
-def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, start: int, n: int) -> float:
-    """Σ wᵢX[i, a]X[i, c] over i in [start, n), in four interleaved partial sums."""
+def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, n: int) -> float:
+    """Σ wᵢX[i, a]X[i, c] over i < n, in four interleaved partial sums."""
     s0 = s1 = s2 = s3 = 0.0
-    i = start
+    i = 0
     while i + 4 <= n:
         s0 += w[i] * X[i, a] * X[i, c]
         s1 += w[i + 1] * X[i + 1, a] * X[i + 1, c]
@@ -118,23 +118,24 @@ def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, start: int, n: int) 
 
 
 @jit
-def accumulate(X: np.ndarray, r: np.ndarray, start: int, n: int, theta: np.ndarray, kind: int,
-               rows: np.ndarray, g: np.ndarray, H: np.ndarray) -> float:
-    """The terms of rows start … n − 1 of the canonical loss at θ: Σ (μ(zᵢ) − rᵢ)xᵢ added to
-    g, Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H, and Σ b(zᵢ) − rᵢzᵢ returned (zᵢ = xᵢᵀθ);
-    `rows` (3, ≥ n) is scratch for the per-row values."""
+def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows: np.ndarray,
+               g: np.ndarray, H: np.ndarray) -> float:
+    """The terms of the rows of X in the canonical loss at θ: Σ (μ(zᵢ) − rᵢ)xᵢ added to g,
+    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H, and Σ b(zᵢ) − rᵢzᵢ returned (zᵢ = xᵢᵀθ);
+    `rows` (3, ≥ len(X)) is scratch for the per-row values."""
+    n = X.shape[0]
     residual, weight, term = rows[0], rows[1], rows[2]
-    for i in range(start, n):
+    for i in range(n):
         z = dot(X[i], theta)
         mu, mudot, b = mean_values(kind, z)
         residual[i] = mu - r[i]
         weight[i] = mudot
         term[i] = b - r[i] * z
     for a in range(X.shape[1]):
-        g[a] += _column_sum(residual, X, a, start, n)
+        g[a] += _column_sum(residual, X, a, n)
         for c in range(a + 1):
-            H[a, c] += _gram_sum(weight, X, a, c, start, n)
-    return _sum(term, start, n)
+            H[a, c] += _gram_sum(weight, X, a, c, n)
+    return _sum(term, n)
 
 
 @jit
@@ -167,7 +168,7 @@ def _loss_at(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndar
     """(F(θ), ∇F(θ)) on every row."""
     n, d = X.shape
     g_sum, H_sum = np.zeros(d), np.zeros((d, d))
-    loss_sum = accumulate(X, r, 0, n, theta, kind, np.empty((3, n)), g_sum, H_sum)
+    loss_sum = accumulate(X, r, theta, kind, np.empty((3, n)), g_sum, H_sum)
     g = np.empty(d)
     F = finish(g_sum, H_sum, loss_sum, lam, theta, g, np.empty((d, d)))
     return F, g
@@ -256,15 +257,19 @@ def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
 
 
 @jit
-def log_det_lu(A: np.ndarray) -> float:
-    """ln det A by an LU factorisation (numpy's slogdet), −∞ when det A ≤ 0."""
-    sign, value = np.linalg.slogdet(A)
-    return value if sign > 0 else -math.inf
+def log_det_spd(A: np.ndarray) -> float:
+    """ln det A of a symmetric positive definite A by its Cholesky factor, −∞ when A is not
+    positive definite (a zero matrix, say)."""
+    factor = np.empty_like(A)
+    if not cholesky_into(A, factor):
+        return -math.inf
+    return log_det(factor)
 
 
 def logdet(A: np.ndarray) -> float:
     """log det A via slogdet, −∞ when the sign is ≤ 0."""
-    return float(log_det_lu(np.ascontiguousarray(A, dtype=float)))
+    sign, value = np.linalg.slogdet(A)
+    return float(value) if sign > 0 else -math.inf
 
 
 @jit
@@ -439,22 +444,35 @@ def _kkt_on_sphere(theta: np.ndarray, g: np.ndarray, threshold: float, cap: floa
 
 
 @jit
-def newton_fit(fit: FitArrays, kind: int, lam: float, theta: np.ndarray, cap: float,
-               tol: float, max_iter: int, known: bool) -> tuple[bool, int, bool]:
-    """Damped Newton/IRLS on F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² over the n ≥ 1 rows of `fit`
-    (docs/glm.md, "MLE solvers"), θ updated in place from the warm start.
+def newton_fit(fit: FitArrays, theta: np.ndarray, kind: int, lam: float, cap: float, tol: float,
+               max_iter: int, counts: np.ndarray) -> bool:
+    """Damped Newton/IRLS on F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² over every row of `fit`
+    (docs/glm.md, "MLE solvers"), θ updated in place from the warm start; the fit is counted
+    in `counts` and its success returned (no rows: θ as given, nothing counted).
 
     Armijo backtracking (full step in the rounding regime, where the Newton decrement is below
     the precision of F); ‖θ‖ ≤ cap (math.inf: no cap) by rescaling the start onto the ball and
     by the model's minimiser over the ball for a step leaving it. Stops when ‖∇F‖_∞ ≤
     tol·max(1, n), or when the cap is active and the capped problem's KKT conditions hold to
     that tolerance (success), or after `max_iter` steps, a Hessian that is not positive
-    definite, an ascent direction or a failed line search. `known`: the sums of the state's
-    side are those of every row at θ. On return they are those at the returned θ. Returns
-    (success, steps, capped).
+    definite, an ascent direction or a failed line search. Where θ is the last solution, the
+    row sums known there are reused and only the new rows' terms added.
     """
-    n, side = fit.state[ROWS], fit.state[SIDE]
+    n = fit.state[ROWS]
     d = theta.shape[0]
+    if n == 0:
+        for j in range(d):
+            fit.last[j] = theta[j]
+        fit.state[KNOWN] = 0
+        return True
+    side = fit.state[SIDE]
+    known_rows = fit.state[KNOWN]
+    known = known_rows > 0
+    for j in range(d):
+        known = known and theta[j] == fit.last[j]
+    if known:
+        fit.loss_sums[side] += accumulate(fit.X[known_rows:n], fit.r[known_rows:n], theta, kind,
+                                          fit.rows, fit.g_sums[side], fit.H_sums[side])
     g, p, new, scratch = fit.work[0], fit.work[1], fit.work[2], fit.work[3]
     H, factor = fit.matrices[0], fit.matrices[1]
     norm = math.sqrt(dot(theta, theta))
@@ -464,7 +482,7 @@ def newton_fit(fit: FitArrays, kind: int, lam: float, theta: np.ndarray, cap: fl
         known = False
     if not known:
         clear(fit.g_sums[side], fit.H_sums[side])
-        fit.loss_sums[side] = accumulate(fit.X, fit.r, 0, n, theta, kind, fit.rows,
+        fit.loss_sums[side] = accumulate(fit.X[:n], fit.r[:n], theta, kind, fit.rows,
                                          fit.g_sums[side], fit.H_sums[side])
     F = finish(fit.g_sums[side], fit.H_sums[side], fit.loss_sums[side], lam, theta, g, H)
     threshold = tol * max(1.0, float(n))
@@ -506,7 +524,7 @@ def newton_fit(fit: FitArrays, kind: int, lam: float, theta: np.ndarray, cap: fl
             for j in range(d):
                 new[j] = theta[j] + step * p[j]
             clear(fit.g_sums[trial], fit.H_sums[trial])
-            fit.loss_sums[trial] = accumulate(fit.X, fit.r, 0, n, new, kind, fit.rows,
+            fit.loss_sums[trial] = accumulate(fit.X[:n], fit.r[:n], new, kind, fit.rows,
                                               fit.g_sums[trial], fit.H_sums[trial])
             F_new = fit.loss_sums[trial] + lam * dot(new, new)
             if rounding or F_new <= F + 1e-4 * step * slope:
@@ -525,7 +543,11 @@ def newton_fit(fit: FitArrays, kind: int, lam: float, theta: np.ndarray, cap: fl
         side = trial
         F = finish(fit.g_sums[side], fit.H_sums[side], fit.loss_sums[side], lam, theta, g, H)
     fit.state[SIDE] = side
-    return success, steps, capped
+    fit.state[KNOWN] = n
+    for j in range(d):
+        fit.last[j] = theta[j]
+    record(counts, success, steps, capped)
+    return success
 
 
 @jit
@@ -539,34 +561,6 @@ def add_row(fit: FitArrays, x: np.ndarray, reward: float) -> bool:
     fit.r[n] = reward
     fit.state[ROWS] = n + 1
     return True
-
-
-@jit
-def refit(fit: FitArrays, theta: np.ndarray, kind: int, lam: float, cap: float, tol: float,
-          max_iter: int, counts: np.ndarray) -> bool:
-    """`newton_fit` on every row so far from the warm start θ (θ becomes the fit), counted in
-    `counts`; the success flag. Where θ is the last solution, the sums known there are
-    reused, the new rows' terms added. No rows: θ as given, nothing counted."""
-    n = fit.state[ROWS]
-    d = theta.shape[0]
-    if n == 0:
-        for j in range(d):
-            fit.last[j] = theta[j]
-        fit.state[KNOWN] = 0
-        return True
-    known = fit.state[KNOWN] > 0
-    for j in range(d):
-        known = known and theta[j] == fit.last[j]
-    if known:
-        side = fit.state[SIDE]
-        fit.loss_sums[side] += accumulate(fit.X, fit.r, fit.state[KNOWN], n, theta, kind,
-                                          fit.rows, fit.g_sums[side], fit.H_sums[side])
-    success, steps, capped = newton_fit(fit, kind, lam, theta, cap, tol, max_iter, known)
-    fit.state[KNOWN] = n
-    for j in range(d):
-        fit.last[j] = theta[j]
-    record(counts, success, steps, capped)
-    return success
 
 
 def newton_mle(
@@ -592,15 +586,16 @@ def newton_mle(
     fit.r[:] = r
     fit.state[ROWS] = n
     counts = (stats or SolverStats()).counts
-    success = refit(fit, theta, link.kind, float(lam), math.inf if cap is None else float(cap),
-                    float(tol), int(max_iter), counts)
+    success = newton_fit(fit, theta, link.kind, float(lam),
+                         math.inf if cap is None else float(cap), float(tol), int(max_iter),
+                         counts)
     return theta, bool(success)
 
 
 class GrowingNewton:
     """Newton MLE over a data set that grows by one row per round (GLM-UCB's per-round fit):
-    `FitArrays` filled by `add_row` and fitted by `refit`, which reuses the values at the last
-    solution for a fit warm-started there."""
+    `FitArrays` filled by `add_row` and fitted by `newton_fit`, which reuses the row sums at the
+    last solution for a fit warm-started there."""
 
     def __init__(
         self,
@@ -646,8 +641,8 @@ class GrowingNewton:
     def solve(self, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
         """Fit on all rows so far, warm-started at θ₀; returns (θ, success)."""
         theta = np.array(theta0, dtype=float)
-        success = refit(self.arrays, theta, self.link.kind, self.lam, self.cap, self.tol,
-                        self.max_iter, self.stats.counts)
+        success = newton_fit(self.arrays, theta, self.link.kind, self.lam, self.cap, self.tol,
+                             self.max_iter, self.stats.counts)
         return theta, bool(success)
 
 

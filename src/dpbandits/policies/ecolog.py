@@ -20,6 +20,7 @@ from dpbandits.policies.tables import pull
 
 log = logging.getLogger(__name__)
 
+LOGISTIC = np.int64(LOGISTIC_KIND)  # the link's kind as an int64: kernels take it unspecialised
 PROJ_LAMBDA_MAX = 1000.0
 INSIDE_TOL = 1e-3
 BOUNDED_XATOL, BOUNDED_MAXITER = 1e-5, 500  # scipy's minimize_scalar(method="bounded")
@@ -56,7 +57,7 @@ def ecolog_radius_sq(lam0: float, S: float, gamma: float, cum: float) -> float:
 @jit
 def logistic_nll(z: float, r: float) -> float:
     """Bernoulli negative log-likelihood of reward r at logit z, ln(1 + e^z) − rz."""
-    return potential(LOGISTIC_KIND, z) - r * z
+    return potential(LOGISTIC, z) - r * z
 
 
 @jit
@@ -148,13 +149,13 @@ def _sign(v: float) -> float:
 
 
 @jit
-def online_step(Q: np.ndarray, eigs: np.ndarray, a: np.ndarray, theta_c: np.ndarray, r: float,
-                iters: int, bar: bool, S: float, eta: float, exact: bool, counts: np.ndarray,
-                out: np.ndarray) -> None:
+def online_step(Q: np.ndarray, eigs: np.ndarray, a: np.ndarray, theta_c: np.ndarray,
+                slope: float, offset: float, iters: int, S: float, eta: float, exact: bool,
+                counts: np.ndarray, out: np.ndarray) -> None:
     """OnlineStep of ECOLog (Faury et al. 2022, Alg. 2) in whitened coordinates, in Ṽ's
     eigenbasis (Ṽ = Q diag(e) Qᵀ, a = Ṽ^{−1/2}x there): projected gradient descent
-    z ← ProjEll(z − η(z − z₀ + c(z)·a)) from z₀ = Ṽ^{1/2}θ_c, c = σ(zᵀa) − r, or 2σ(zᵀa) − 1
-    for θ̄ (`bar`); out = Ṽ^{−1/2}z.
+    z ← ProjEll(z − η(z − z₀ + c(z)·a)) from z₀ = Ṽ^{1/2}θ_c, c = slope·σ(zᵀa) + offset (θ:
+    σ(zᵀa) − r; θ̄: 2σ(zᵀa) − 1); out = Ṽ^{−1/2}z.
 
     Between projections every iterate lies in the span of the last projected point p, z₀ and
     a, so it is carried as coefficients (α, β, s) of z = αp + βz₀ + s·a with the needed inner
@@ -191,7 +192,7 @@ def online_step(Q: np.ndarray, eigs: np.ndarray, a: np.ndarray, theta_c: np.ndar
     for _ in range(iters):
         v = alpha * Dp + beta * D0 + s * Da
         prob = 1.0 / (1.0 + math.exp(-v)) if v > -700.0 else 0.0
-        coef = 2.0 * prob - 1.0 if bar else prob - r
+        coef = slope * prob + offset
         alpha, beta, s = keep * alpha, keep * beta + eta, keep * s - eta * coef
         q = (alpha * alpha * Gpp + beta * beta * G00 + s * s * Gaa
              + 2.0 * (alpha * beta * Gp0 + alpha * s * Gpa + beta * s * G0a))
@@ -237,7 +238,7 @@ def ecolog_arm(arms: np.ndarray, theta: np.ndarray, V_inv: np.ndarray, lam0: flo
         if nan_compat:
             return 0
         rad2 = 0.0
-    return optimistic_index(arms, theta, V_inv, math.sqrt(rad2), LOGISTIC_KIND)
+    return optimistic_index(arms, theta, V_inv, math.sqrt(rad2), LOGISTIC)
 
 
 @jit
@@ -256,9 +257,9 @@ def ecolog_update(V: np.ndarray, V_inv: np.ndarray, theta: np.ndarray, cum: np.n
     for i in range(d):
         a[i] = a[i] / math.sqrt(eigs[i])
     new = np.empty(d)
-    online_step(Q, eigs, a, theta, r, iters, False, S, eta, exact, counts, new)
+    online_step(Q, eigs, a, theta, 1.0, -r, iters, S, eta, exact, counts, new)
     new_bar = np.empty(d)
-    online_step(Q, eigs, a, new, r, iters, True, S, eta, exact, counts, new_bar)
+    online_step(Q, eigs, a, new, 2.0, -1.0, iters, S, eta, exact, counts, new_bar)
     diff = np.empty(d)
     for i in range(d):
         diff[i] = new[i] - new_bar[i]
@@ -267,10 +268,10 @@ def ecolog_update(V: np.ndarray, V_inv: np.ndarray, theta: np.ndarray, cum: np.n
         vdiff[i] = dot(V[i], diff)
     disc = math.sqrt(max(dot(vdiff, diff), 0.0))
     z, z_bar = dot(x, new), dot(x, new_bar)
-    s = mean_dot(LOGISTIC_KIND, z)
+    s = mean_dot(LOGISTIC, z)
     add_outer(V, x, s)
     sherman_morrison(V_inv, x, s)
-    if mean_dot(LOGISTIC_KIND, z_bar) > 2.0 * s:
+    if mean_dot(LOGISTIC, z_bar) > 2.0 * s:
         if counts[VIOLATIONS] == 0:
             counts[FIRST_VIOLATION] = t
         counts[VIOLATIONS] += 1

@@ -16,7 +16,7 @@ from dpbandits.glm import (
     SolverStats,
     add_row,
     compat_mle,
-    refit,
+    newton_fit,
     sherman_morrison,
 )
 from dpbandits.jit import jit
@@ -70,26 +70,28 @@ def glm_ucb_observe(V: np.ndarray, V_inv: np.ndarray, fit: FitArrays, x: np.ndar
 
 @jit
 def glm_ucb_update(V: np.ndarray, V_inv: np.ndarray, fit: FitArrays, theta_hat: np.ndarray,
-                   x: np.ndarray, r: float, kind: int, lam: float, cap: float,
-                   counts: np.ndarray) -> None:
+                   x: np.ndarray, r: float, kind: int, lam: float, cap: float, tol: float,
+                   max_iter: int, counts: np.ndarray) -> None:
     """`glm_ucb_observe`, then θ̂ refitted in place on all the data by Newton, warm-started at
     the previous θ̂ (its result used even when the fit fails, as the authors' code does)."""
     glm_ucb_observe(V, V_inv, fit, x, r)
-    refit(fit, theta_hat, kind, lam, cap, NEWTON_TOL, NEWTON_MAX_ITER, counts)
+    newton_fit(fit, theta_hat, kind, lam, cap, tol, max_iter, counts)
 
 
 @jit
 def glm_ucb_rounds(tables: OutcomeTables, V: np.ndarray, V_inv: np.ndarray, fit: FitArrays,
                    theta_hat: np.ndarray, theta_tilde: np.ndarray, kind: int, lam: float,
-                   cap: float, rho: float, log_bonus: bool, t: int, counts: np.ndarray) -> int:
+                   cap: float, tol: float, max_iter: int, rho: float, log_bonus: bool, t: int,
+                   counts: np.ndarray) -> int:
     """Every round of GLM-UCB by Newton on pre-drawn tables (θ̃ = θ̂ after each update); the
     clock t after them."""
     for s in range(tables.arms.shape[0]):
         i = glm_ucb_arm(tables.arms[s], theta_tilde, V_inv, rho, log_bonus, t, kind)
         glm_ucb_update(V, V_inv, fit, theta_hat, tables.arms[s, i], pull(tables, s, i), kind,
-                       lam, cap, counts)
+                       lam, cap, tol, max_iter, counts)
         t += 1
-        theta_tilde[:] = theta_hat
+        for j in range(theta_hat.shape[0]):
+            theta_tilde[j] = theta_hat[j]
     return t
 
 
@@ -173,8 +175,9 @@ class GLMUCB(Policy):
         data = self.data
         data.reserve(len(tables.chosen))
         self.t = glm_ucb_rounds(tables, self.V, self.V_inv, data.arrays, self.theta_hat,
-                                self.theta_tilde, self.link.kind, data.lam, data.cap, self.rho,
-                                self.log_bonus, self.t, self.stats.counts)
+                                self.theta_tilde, self.link.kind, data.lam, data.cap, data.tol,
+                                data.max_iter, self.rho, self.log_bonus, self.t,
+                                self.stats.counts)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started."""
@@ -182,7 +185,8 @@ class GLMUCB(Policy):
         data.reserve(1)
         if self.solver == "newton":
             glm_ucb_update(self.V, self.V_inv, data.arrays, self.theta_hat, x, r,
-                           self.link.kind, data.lam, data.cap, self.stats.counts)
+                           self.link.kind, data.lam, data.cap, data.tol, data.max_iter,
+                           self.stats.counts)
         else:
             glm_ucb_observe(self.V, self.V_inv, data.arrays, x, r)
             n = data.n

@@ -56,13 +56,13 @@ def gloc_arm(arms: np.ndarray, theta: np.ndarray, z: np.ndarray, V_inv: np.ndarr
     """GLOC (Jun et al. 2017, Alg. 1): first argmax of μ(xᵀθ) + radius·‖x‖_{V⁻¹} on the ONS
     iterate θ (the authors' code), or of xᵀθ̂ + radius·‖x‖_{V⁻¹}, θ̂ = V⁻¹z (the paper)."""
     width = math.sqrt(radius_sq(B, c_mu, delta, a, tail))
+    centre, centre_kind = theta, kind
     if paper:
-        d = z.shape[0]
-        theta_hat = np.empty(d)
-        for i in range(d):
-            theta_hat[i] = dot(V_inv[i], z)
-        return optimistic_index(arms, theta_hat, V_inv, width, LINEAR_KIND)
-    return optimistic_index(arms, theta, V_inv, width, kind)
+        centre = np.empty(z.shape[0])
+        for i in range(z.shape[0]):
+            centre[i] = dot(V_inv[i], z)
+        centre_kind = LINEAR_KIND
+    return optimistic_index(arms, centre, V_inv, width, centre_kind)
 
 
 @jit

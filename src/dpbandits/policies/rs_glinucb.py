@@ -16,8 +16,7 @@ from dpbandits.glm import (
     SolverStats,
     add_row,
     compat_mle,
-    log_det_lu,
-    logdet,
+    log_det_spd,
     quad_form,
     sherman_morrison,
 )
@@ -172,12 +171,12 @@ def rs_switch_due(state: RSState, cfg: RSConfig) -> bool:
     log-determinants or log-determinants (> instead of ≥ when `strict`)."""
     aliased = state.aliased[0] != 0
     if cfg.det_switch:
-        lhs = math.exp(log_det_lu(state.H_cur))
-        rhs = (1.0 + cfg.c_dbl) * math.exp(log_det_lu(state.H_cur if aliased else state.H_prev))
+        lhs = math.exp(log_det_spd(state.H_cur))
+        rhs = (1.0 + cfg.c_dbl) * math.exp(log_det_spd(state.H_cur if aliased else state.H_prev))
     elif cfg.running_max:
         lhs, rhs = state.logs[MAX_CUR], cfg.log_dbl + state.logs[MAX_PREV]
     else:
-        lhs = log_det_lu(state.H_cur)
+        lhs = log_det_spd(state.H_cur)
         rhs = cfg.log_dbl + (lhs if aliased else state.logs[LOGDET_PREV])
     return lhs > rhs if cfg.strict else lhs >= rhs
 
@@ -194,7 +193,7 @@ def rs_glinucb_update(fit: FitArrays, state: RSState, cfg: RSConfig, x: np.ndarr
     add_outer(state.H_cur, x, weight)
     sherman_morrison(state.H_cur_inv, x, weight)
     if cfg.running_max:
-        state.logs[MAX_CUR] = max(state.logs[MAX_CUR], log_det_lu(state.H_cur))
+        state.logs[MAX_CUR] = max(state.logs[MAX_CUR], log_det_spd(state.H_cur))
 
 
 @jit
@@ -284,7 +283,7 @@ class RSGLinUCB(Policy):
         else:
             H_prev, H_prev_inv = lam * np.eye(d), np.eye(d) / lam
         H_cur = lam * np.eye(d)
-        logs = np.array([logdet(H_cur), logdet(H_prev), logdet(H_prev)])
+        logs = np.array([log_det_spd(H_cur), log_det_spd(H_prev), log_det_spd(H_prev)])
         self.state = RSState(lam * np.eye(d), np.eye(d) / lam, H_cur, np.eye(d) / lam, H_prev,
                              H_prev_inv, np.zeros(d), np.zeros(d), np.zeros(1, dtype=np.int64),
                              logs)
@@ -396,7 +395,7 @@ class RSGLinUCB(Policy):
         """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data."""
         state = self.state
         self.switch_times.append(t)
-        logdet_cur = logdet(state.H_cur)
+        logdet_cur = log_det_spd(state.H_cur)
         if self.alias_bug:
             state.aliased[0] = 1
         else:
