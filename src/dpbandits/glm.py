@@ -175,8 +175,8 @@ def _loss_at(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndar
 
 
 def _as_rows(X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return (np.ascontiguousarray(X, dtype=float).reshape(len(X), -1),
-            np.ascontiguousarray(r, dtype=float))
+    X = np.ascontiguousarray(X, dtype=float)
+    return X.reshape(X.shape[0], -1) if X.ndim != 2 else X, np.ascontiguousarray(r, dtype=float)
 
 
 def canonical_loss(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
