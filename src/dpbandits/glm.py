@@ -121,8 +121,8 @@ def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, n: int) -> float:
 def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows: np.ndarray,
                g: np.ndarray, H: np.ndarray) -> float:
     """The terms of the rows of X in the canonical loss at θ: Σ (μ(zᵢ) − rᵢ)xᵢ added to g,
-    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H, and Σ b(zᵢ) − rᵢzᵢ returned (zᵢ = xᵢᵀθ);
-    `rows` (3, ≥ len(X)) is scratch for the per-row values."""
+    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H (unless H is empty), and Σ b(zᵢ) − rᵢzᵢ returned
+    (zᵢ = xᵢᵀθ); `rows` (3, ≥ len(X)) is scratch for the per-row values."""
     n = X.shape[0]
     residual, weight, term = rows[0], rows[1], rows[2]
     for i in range(n):
@@ -133,7 +133,7 @@ def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows:
         term[i] = b - r[i] * z
     for a in range(X.shape[1]):
         g[a] += _column_sum(residual, X, a, n)
-        for c in range(a + 1):
+        for c in range(a + 1 if H.shape[0] else 0):
             H[a, c] += _gram_sum(weight, X, a, c, n)
     return _sum(term, n)
 
@@ -151,14 +151,16 @@ def clear(g: np.ndarray, H: np.ndarray) -> None:
 def finish(g_sum: np.ndarray, H_sum: np.ndarray, loss_sum: float, lam: float,
            theta: np.ndarray, g: np.ndarray, H: np.ndarray) -> float:
     """From the row sums at θ (`accumulate`): g = ∇F(θ) = Σ (μ(zᵢ) − rᵢ)xᵢ + 2λθ and
-    H = ∇²F(θ) = Σ μ̇(zᵢ)xᵢxᵢᵀ + 2λI; returns F(θ) = Σ b(zᵢ) − rᵢzᵢ + λ‖θ‖² (docs/glm.md,
-    "Reward families and losses"; the paper's Section 4 writes (λ/2)‖θ‖²)."""
+    H = ∇²F(θ) = Σ μ̇(zᵢ)xᵢxᵢᵀ + 2λI (unless H is empty); returns F(θ) = Σ b(zᵢ) − rᵢzᵢ
+    + λ‖θ‖² (docs/glm.md, "Reward families and losses"; the paper's Section 4 writes
+    (λ/2)‖θ‖²)."""
     d = theta.shape[0]
     for a in range(d):
         g[a] = g_sum[a] + 2.0 * lam * theta[a]
-        for c in range(a):
-            H[a, c] = H[c, a] = H_sum[a, c]
-        H[a, a] = H_sum[a, a] + 2.0 * lam
+        if H.shape[0]:
+            for c in range(a):
+                H[a, c] = H[c, a] = H_sum[a, c]
+            H[a, a] = H_sum[a, a] + 2.0 * lam
     return loss_sum + lam * dot(theta, theta)
 
 
@@ -167,10 +169,10 @@ def _loss_at(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndar
              ) -> tuple[float, np.ndarray]:
     """(F(θ), ∇F(θ)) on every row."""
     n, d = X.shape
-    g_sum, H_sum = np.zeros(d), np.zeros((d, d))
-    loss_sum = accumulate(X, r, theta, kind, np.empty((3, n)), g_sum, H_sum)
+    g_sum, no_hessian = np.zeros(d), np.empty((0, 0))
+    loss_sum = accumulate(X, r, theta, kind, np.empty((3, n)), g_sum, no_hessian)
     g = np.empty(d)
-    F = finish(g_sum, H_sum, loss_sum, lam, theta, g, np.empty((d, d)))
+    F = finish(g_sum, no_hessian, loss_sum, lam, theta, g, no_hessian)
     return F, g
 
 
