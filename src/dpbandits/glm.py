@@ -9,6 +9,7 @@ through `scipy.optimize`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -121,8 +122,8 @@ def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, n: int) -> float:
 def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows: np.ndarray,
                g: np.ndarray, H: np.ndarray) -> float:
     """The terms of the rows of X in the canonical loss at θ: Σ (μ(zᵢ) − rᵢ)xᵢ added to g,
-    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H (unless H is empty), and Σ b(zᵢ) − rᵢzᵢ returned
-    (zᵢ = xᵢᵀθ); `rows` (3, ≥ len(X)) is scratch for the per-row values."""
+    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H, and Σ b(zᵢ) − rᵢzᵢ returned (zᵢ = xᵢᵀθ);
+    `rows` (3, ≥ len(X)) is scratch for the per-row values."""
     n = X.shape[0]
     residual, weight, term = rows[0], rows[1], rows[2]
     for i in range(n):
@@ -133,7 +134,7 @@ def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows:
         term[i] = b - r[i] * z
     for a in range(X.shape[1]):
         g[a] += _column_sum(residual, X, a, n)
-        for c in range(a + 1 if H.shape[0] else 0):
+        for c in range(a + 1):
             H[a, c] += _gram_sum(weight, X, a, c, n)
     return _sum(term, n)
 
@@ -151,48 +152,40 @@ def clear(g: np.ndarray, H: np.ndarray) -> None:
 def finish(g_sum: np.ndarray, H_sum: np.ndarray, loss_sum: float, lam: float,
            theta: np.ndarray, g: np.ndarray, H: np.ndarray) -> float:
     """From the row sums at θ (`accumulate`): g = ∇F(θ) = Σ (μ(zᵢ) − rᵢ)xᵢ + 2λθ and
-    H = ∇²F(θ) = Σ μ̇(zᵢ)xᵢxᵢᵀ + 2λI (unless H is empty); returns F(θ) = Σ b(zᵢ) − rᵢzᵢ
-    + λ‖θ‖² (docs/glm.md, "Reward families and losses"; the paper's Section 4 writes
-    (λ/2)‖θ‖²)."""
+    H = ∇²F(θ) = Σ μ̇(zᵢ)xᵢxᵢᵀ + 2λI; returns F(θ) = Σ b(zᵢ) − rᵢzᵢ + λ‖θ‖² (docs/glm.md,
+    "Reward families and losses"; the paper's Section 4 writes (λ/2)‖θ‖²)."""
     d = theta.shape[0]
     for a in range(d):
         g[a] = g_sum[a] + 2.0 * lam * theta[a]
-        if H.shape[0]:
-            for c in range(a):
-                H[a, c] = H[c, a] = H_sum[a, c]
-            H[a, a] = H_sum[a, a] + 2.0 * lam
+        for c in range(a):
+            H[a, c] = H[c, a] = H_sum[a, c]
+        H[a, a] = H_sum[a, a] + 2.0 * lam
     return loss_sum + lam * dot(theta, theta)
 
 
-@jit
-def _loss_at(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndarray
-             ) -> tuple[float, np.ndarray]:
-    """(F(θ), ∇F(θ)) on every row."""
-    n, d = X.shape
-    g_sum, no_hessian = np.zeros(d), np.empty((0, 0))
-    loss_sum = accumulate(X, r, theta, kind, np.empty((3, n)), g_sum, no_hessian)
-    g = np.empty(d)
-    F = finish(g_sum, no_hessian, loss_sum, lam, theta, g, no_hessian)
-    return F, g
+def canonical_loss(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
+                   lam: float) -> float:
+    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖², in the authors' code's regularisation convention
+    (the vectorised form of the sums `newton_fit` makes)."""
+    z = X @ theta
+    return float(np.sum(link.potential(z) - r * z) + lam * (theta @ theta))
+
+
+def canonical_gradient(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
+                       lam: float) -> np.ndarray:
+    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ (vectorised, for L-BFGS-B)."""
+    return _gradient(X, X @ theta, r, link.mean, lam, theta)
+
+
+def _gradient(X: np.ndarray, z: np.ndarray, r: np.ndarray, mean: Callable[[np.ndarray],
+              np.ndarray], lam: float, theta: np.ndarray) -> np.ndarray:
+    """Xᵀ(μ(z) − r) + 2λθ for z = Xθ."""
+    return X.T @ (mean(z) - r) + 2.0 * lam * theta
 
 
 def _as_rows(X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     X = np.ascontiguousarray(X, dtype=float)
     return X.reshape(X.shape[0], -1) if X.ndim != 2 else X, np.ascontiguousarray(r, dtype=float)
-
-
-def canonical_loss(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
-                   lam: float) -> float:
-    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖², in the authors' code's regularisation convention."""
-    X, r = _as_rows(X, r)
-    return float(_loss_at(X, r, link.kind, float(lam), np.array(theta, dtype=float))[0])
-
-
-def canonical_gradient(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
-                       lam: float) -> np.ndarray:
-    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ."""
-    X, r = _as_rows(X, r)
-    return _loss_at(X, r, link.kind, float(lam), np.array(theta, dtype=float))[1]
 
 
 def bernoulli_nll(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float) -> float:
@@ -668,15 +661,14 @@ def compat_mle(
     log_mean, log_one_minus = link.log_mean, link.log_one_minus_mean
     if log_mean is None or log_one_minus is None:
         raise ValueError(f"family {link.name!r} has no Bernoulli likelihood")
-    X, r = _as_rows(X, r)
+    mean = link.mean
     one_minus_r = 1.0 - r
-    kind, lam = link.kind, float(lam)
 
     def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = X @ theta
         ll = r @ log_mean(z) + one_minus_r @ log_one_minus(z)
         f = -float(ll) + lam * float(theta @ theta)
-        return f, _loss_at(X, r, kind, lam, np.ascontiguousarray(theta, dtype=float))[1]
+        return f, _gradient(X, z, r, mean, lam, theta)
 
     from scipy.optimize import minimize  # heavy import: only jobs that fit by L-BFGS-B
 
