@@ -9,14 +9,13 @@ through `scipy.optimize`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 from dpbandits.jit import jit
 from dpbandits.linalg import cholesky_into, dot, log_det, solve_lower_into, solve_lower_t_into
-from dpbandits.links import Link, mean_values
+from dpbandits.links import Link, mean, mean_values
 
 SOLVERS = ("compat", "newton")
 LINE_SEARCH_TRIALS = 31  # the full step, then up to 30 halvings
@@ -173,14 +172,24 @@ def canonical_loss(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
 
 def canonical_gradient(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
                        lam: float) -> np.ndarray:
-    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ (vectorised, for L-BFGS-B)."""
-    return _gradient(X, X @ theta, r, link.mean, lam, theta)
+    """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ."""
+    X, r = _as_rows(X, r)
+    out = np.empty(X.shape[1])
+    gradient_into(X, r, link.kind, float(lam), np.ascontiguousarray(theta, dtype=float), out)
+    return out
 
 
-def _gradient(X: np.ndarray, z: np.ndarray, r: np.ndarray, mean: Callable[[np.ndarray],
-              np.ndarray], lam: float, theta: np.ndarray) -> np.ndarray:
-    """Xᵀ(μ(z) − r) + 2λθ for z = Xθ."""
-    return X.T @ (mean(z) - r) + 2.0 * lam * theta
+@jit
+def gradient_into(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndarray,
+                  out: np.ndarray) -> None:
+    """out = ∇F(θ) = Σ (μ(xᵢᵀθ) − rᵢ)xᵢ + 2λθ over the rows of X (the gradient L-BFGS-B is
+    given; `accumulate` sums the same terms with the Hessian's for Newton)."""
+    n = X.shape[0]
+    residual = np.empty(n)
+    for i in range(n):
+        residual[i] = mean(kind, dot(X[i], theta)) - r[i]
+    for a in range(X.shape[1]):
+        out[a] = _column_sum(residual, X, a, n) + 2.0 * lam * theta[a]
 
 
 def _as_rows(X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -661,14 +670,18 @@ def compat_mle(
     log_mean, log_one_minus = link.log_mean, link.log_one_minus_mean
     if log_mean is None or log_one_minus is None:
         raise ValueError(f"family {link.name!r} has no Bernoulli likelihood")
-    mean = link.mean
+    X, r = _as_rows(X, r)
     one_minus_r = 1.0 - r
+    kind, lam = link.kind, float(lam)
+    d = X.shape[1]
 
     def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = X @ theta
         ll = r @ log_mean(z) + one_minus_r @ log_one_minus(z)
         f = -float(ll) + lam * float(theta @ theta)
-        return f, _gradient(X, z, r, mean, lam, theta)
+        grad = np.empty(d)
+        gradient_into(X, r, kind, lam, np.ascontiguousarray(theta, dtype=float), grad)
+        return f, grad
 
     from scipy.optimize import minimize  # heavy import: only jobs that fit by L-BFGS-B
 
