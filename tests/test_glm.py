@@ -6,9 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy import special
 from scipy.optimize import minimize as scipy_minimize
 
-import dpbandits.glm as glm
+from dpbandits import glm
 from dpbandits.glm import (
     GrowingNewton,
     SolverStats,
@@ -24,6 +25,15 @@ from dpbandits.glm import (
     solve_mle,
 )
 from dpbandits.links import get_link
+
+
+def dense_gradient(theta, X, r, family, lam):
+    """Xᵀ(μ(Xθ) − r) + 2λθ by numpy, μ from scipy."""
+    return X.T @ (dense_mean(X @ theta, family) - r) + 2.0 * lam * theta
+
+
+def dense_mean(z, family):
+    return {"logistic": special.expit, "probit": special.ndtr, "linear": lambda v: v}[family](z)
 
 
 def ball_data(seed: int, n: int, d: int, family: str, norm: float = 2.0):
@@ -48,12 +58,13 @@ def test_newton_gradient_vanishes(family: str, lam: float, seed: int) -> None:
     stats = SolverStats()
     theta, success = newton_mle(X, r, link, lam, np.zeros(3), cap=100.0, stats=stats)
     assert success
-    assert np.linalg.norm(canonical_gradient(theta, X, r, link, lam)) <= 1e-6
+    assert np.linalg.norm(dense_gradient(theta, X, r, family, lam)) <= 1e-6
     F = canonical_loss(theta, X, r, link, lam)
     for e in np.eye(3):
         assert F <= canonical_loss(theta + 1e-3 * e, X, r, link, lam)
         assert F <= canonical_loss(theta - 1e-3 * e, X, r, link, lam)
-    assert stats.fits == 1 and stats.failures == 0 and stats.capped == 0
+    assert stats.as_dict() == {"fits": 1, "failures": 0, "capped": 0,
+                               "iterations": stats.iterations}
 
 
 @pytest.mark.parametrize("seed", [3, 4, 5])
@@ -87,7 +98,7 @@ def test_compat_objective_is_nll_with_canonical_gradient(monkeypatch: pytest.Mon
         plain = -np.sum(r * np.log(link.mean(z)) + (1 - r) * np.log(1 - link.mean(z)))
         assert f == pytest.approx(plain + 0.3 * theta @ theta, rel=1e-12)
         assert f == pytest.approx(bernoulli_nll(theta, X, r, link, 0.3), rel=1e-12)
-        np.testing.assert_allclose(grad, canonical_gradient(theta, X, r, link, 0.3), rtol=1e-12)
+        np.testing.assert_allclose(grad, dense_gradient(theta, X, r, "probit", 0.3), rtol=1e-12)
         # for probit the gradient is not the gradient of the objective
     eps = 1e-6
     theta = np.array([0.5, -1.0, 2.0])
@@ -134,16 +145,20 @@ def test_norm_cap_on_separable_data() -> None:
 
 
 def test_growing_newton_equals_batch_solver() -> None:
+    """The warm-started growing fit (row sums reused, capacity grown past 50) solves the same
+    problems as fits from scratch: both succeed, and since both stop with ‖∇F‖_∞ ≤ 1e-8·n
+    and F is 2λ-strongly convex, ‖θ_a − θ_b‖ ≤ 2·√d·1e-8·n/(2λ)."""
     X, r, _ = ball_data(8, 400, 3, "probit")
     link = get_link("probit")
-    grow = GrowingNewton(3, 50, link, 3.0, cap=20.0)  # capacity grows past 50
+    grow = GrowingNewton(3, 50, link, 3.0, cap=20.0)
     theta_a = theta_b = np.zeros(3)
     for i in range(X.shape[0]):
         grow.add(X[i], r[i])
         theta_a, ok_a = grow.solve(theta_a)
-        theta_b, ok_b = newton_mle(X[: i + 1], r[: i + 1], link, 3.0, theta_b, cap=20.0)
-        assert ok_a == ok_b
-        np.testing.assert_allclose(theta_a, theta_b, rtol=1e-12, atol=1e-13)
+        theta_b, ok_b = newton_mle(X[: i + 1], r[: i + 1], link, 3.0, theta_a, cap=20.0)
+        assert ok_a and ok_b
+        bound = 2.0 * math.sqrt(3) * 1e-8 * (i + 1) / (2.0 * 3.0)
+        assert np.linalg.norm(theta_a - theta_b) <= bound
 
 
 @pytest.mark.parametrize("w", [1.0, 0.3, 1 / (1 + 0.7)])
@@ -187,18 +202,33 @@ def test_metric_ball_projection_is_kkt_point(seed: int) -> None:
     np.testing.assert_array_equal(project_ball_metric(inside, V, 1.5), inside)
 
 
+
+
 @pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
-def test_link_values_into_buffers_is_bitwise_link_values(family: str) -> None:
-    """The buffered evaluation of the Newton fit gives exactly the values of `link_values`."""
+def test_loss_gradient_and_hessian_are_the_dense_formulas(family: str) -> None:
+    """F, ∇F and ∇²F from the row sums are the dense formulas, on arrays that exercise every
+    remainder of the four-way partial sums."""
     link = get_link(family)
     g = np.random.default_rng(11)
-    for n in [1, 2, 3, 7, 8, 9, 16, 17, 31, 64, 257, 1000]:
-        z = np.concatenate([g.normal(scale=4.0, size=n - 1), [40.0 * g.uniform(-1, 1)]])
-        buffers = tuple(np.empty(n + 5)[5:] for _ in range(4))  # offset views, as in GrowingNewton
-        buffers[0][:] = z
-        glm._link_values_into(link, buffers[0], buffers)
-        for got, want in zip(buffers[1:], glm.link_values(link, z), strict=True):
-            assert got.tobytes() == np.asarray(want, dtype=float).tobytes()
+    for n in [1, 2, 3, 4, 5, 7, 8, 9, 257]:
+        X, r, _ = ball_data(n, n, 3, family)
+        theta, lam = g.normal(size=3) * 2.0, 0.7
+        z = X @ theta
+        mu = dense_mean(z, family)
+        potential = {"logistic": np.logaddexp(0.0, z), "probit": z * mu + np.exp(-z * z / 2)
+                     / math.sqrt(2 * math.pi), "linear": z * z / 2}[family]
+        loss = float(np.sum(potential - r * z) + lam * theta @ theta)
+        assert canonical_loss(theta, X, r, link, lam) == pytest.approx(loss, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(canonical_gradient(theta, X, r, link, lam),
+                                   X.T @ (mu - r) + 2 * lam * theta, rtol=1e-12, atol=1e-12)
+        g_sum, H_sum = np.zeros(3), np.zeros((3, 3))
+        total = glm.accumulate(X, r, theta, link.kind, np.empty((3, n)), g_sum, H_sum)
+        grad, H = np.empty(3), np.empty((3, 3))
+        assert glm.finish(g_sum, H_sum, total, lam, theta, grad, H) == pytest.approx(loss,
+                                                                                     rel=1e-12)
+        weights = {"logistic": mu * (1 - mu), "probit": np.exp(-z * z / 2) / math.sqrt(2 * math.pi),
+                   "linear": np.ones(n)}[family]
+        np.testing.assert_allclose(H, (X.T * weights) @ X + 2 * lam * np.eye(3), rtol=1e-12)
 
 
 def test_growing_newton_is_bitwise_reproducible_and_matches_its_stats() -> None:
@@ -214,141 +244,52 @@ def test_growing_newton_is_bitwise_reproducible_and_matches_its_stats() -> None:
             start = theta if i % 7 else theta + 0.01  # some fits do not start at the last one
             theta, _ = grow.solve(start)
             thetas.append(theta)
-        runs.append((np.array(thetas).tobytes(), vars(stats)))
+        runs.append((np.array(thetas).tobytes(), stats.as_dict()))
     assert runs[0] == runs[1]
     assert runs[0][1]["capped"] > 0  # the norm cap (ball model step) was exercised
+    assert runs[0][1]["fits"] == 300
 
 
-def newton_fit(fit, X: np.ndarray, r: np.ndarray, family: str, lam: float, theta0: np.ndarray,
-               cap: float | None, max_iter: int, tol: float = 1e-8):
-    """θ, success, stats and the (z, μ, μ̇, b) left at θ of one fit by `fit`."""
-    n, d = X.shape
-    buffers, stats = glm._Buffers(n, d), SolverStats()
-    theta, success = fit(X, np.ascontiguousarray(X.T), r, get_link(family), lam, theta0.copy(),
-                         buffers, False, cap, tol, max_iter, stats)
-    values = b"".join(a[:n].tobytes() for a in buffers.cur)
-    return theta.tobytes(), success, vars(stats), values
-
-
-def random_fit_problem(rng: np.random.Generator):
-    """Data (some rows repeated), rewards (some separable: the cap binds), λ, warm start (some
-    at 0), cap, step limit and tolerance (0: every fit runs to a stop other than convergence)."""
-    n, d = int(rng.choice([1, 2, 9, 200, 3000, 9000])), int(rng.integers(1, 7))
-    X = rng.normal(size=(n, d))
-    X /= np.maximum(1.0, np.linalg.norm(X, axis=1))[:, None]
-    if n > 2 and rng.uniform() < 0.3:
-        X[: n // 2] = X[0]
-    theta = rng.normal(size=d) * rng.choice([0.5, 2.0, 8.0])
-    separable = rng.uniform() < 0.2
-    r = (X @ theta > 0) if separable else rng.uniform(size=n) < 0.5
-    start = rng.normal(size=d) * rng.choice([0.0, 0.1, 1.0, 10.0])
-    return (X, r.astype(float), float(rng.choice([1e-5, 0.1, 3.0])), start,
-            [None, 1.0, 4.0][int(rng.integers(3))], int(rng.choice([0, 1, 3, 50])),
-            float(rng.choice([0.0, 1e-8, 1e-3])))
+def test_warm_started_fits_reuse_the_sums_at_the_last_solution(monkeypatch) -> None:
+    """A fit warm-started at the last solution adds only the new rows' terms (the first of
+    them at θ̂: its gradient and Hessian at the warm start are the full sums)."""
+    X, r, _ = ball_data(13, 200, 3, "probit")
+    link = get_link("probit")
+    grow = GrowingNewton(3, 200, link, 1.0)
+    theta = np.zeros(3)
+    for i in range(199):
+        grow.add(X[i], r[i])
+        theta, _ = grow.solve(theta)
+    grow.add(X[199], r[199])
+    side = grow.arrays.state[glm.SIDE]
+    before = grow.arrays.g_sums[side].copy()
+    z = X[199] @ theta
+    expected = before + (special.ndtr(z) - r[199]) * X[199]
+    theta_new, ok = grow.solve(theta)
+    assert ok
+    g_full = dense_gradient(theta, X, r, "probit", 1.0) - 2.0 * theta
+    np.testing.assert_allclose(expected, g_full, rtol=1e-9, atol=1e-12)
+    assert not np.array_equal(theta_new, theta)
 
 
 @pytest.mark.parametrize("family", ["logistic", "probit"])
-def test_compiled_newton_is_the_numpy_formulations_bits(family: str) -> None:
-    """θ, success, the solver counts and the link values left in the buffers bit for bit on
-    random problems (capped fits and step limits included); a one-ulp change of the data
-    changes the bits compared (negative control)."""
-    assert glm._COMPILED_BOUND
-    rng = np.random.default_rng(21)
-    capped = failed = differ = 0
-    for _ in range(80):
-        X, r, lam, theta0, cap, max_iter, tol = random_fit_problem(rng)
-        expected = newton_fit(glm.numpy_newton, X, r, family, lam, theta0, cap, max_iter, tol)
-        assert newton_fit(glm._newton, X, r, family, lam, theta0, cap, max_iter, tol) == expected
-        capped += expected[2]["capped"]
-        failed += expected[2]["failures"]
-        nudged = newton_fit(glm._newton, X * (1.0 + 2.0**-52), r, family, lam, theta0, cap,
-                            max_iter, tol)
-        differ += nudged != expected
-    assert capped > 3 and failed > 3 and differ > 50
-
-
-def test_compiled_loss_is_numpys_value() -> None:
-    """The loss F = float(b.sum() − r @ z) + λ·float(θ @ θ) the compiled fit compares in its
-    line search is numpy's, bit for bit, at every length to 300 and around the sizes where a
-    reduction could be cut in blocks (numpy's pairwise sum, its BLAS dot); summing in another
-    order changes it (negative control)."""
-    rng = np.random.default_rng(5)
-    lengths = [*range(1, 301), 4095, 4096, 4097, 8191, 8192, 8193, 16385, 65537, 200_003]
-    other_order = 0
-    for n in lengths:
-        pot, r, z = (rng.normal(scale=3.0, size=n) for _ in range(3))
-        theta = rng.normal(size=int(rng.integers(1, 8)))
-        lam = float(rng.choice([1e-5, 1.0, 3.0]))
-        expected = float(pot.sum() - r @ z) + lam * float(theta @ theta)
-        got = glm.compiled_newton.loss(pot, r, z, lam, theta)
-        assert np.float64(got).tobytes() == np.float64(expected).tobytes(), n
-        in_order = float(sum(pot.tolist()) - r @ z) + lam * float(theta @ theta)
-        other_order += in_order != expected
-    assert other_order > 100
-
-
-@pytest.mark.parametrize("family", ["logistic", "probit"])
-def test_warm_started_growing_fits_are_the_numpy_fits(family: str,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """GLM-UCB's per-round refit (rows added one at a time, warm-started at the last solution,
-    the link values of the known rows reused; some fits started elsewhere; capacity growth)
-    gives the same θ and counts compiled and by numpy calls."""
-    X, r, _ = ball_data(4, 1500, 3, family, norm=3.0)
-    runs = []
-    for compiled in (True, False):
-        monkeypatch.setattr(glm, "_COMPILED_BOUND", compiled)
-        stats = SolverStats()
-        grow = GrowingNewton(3, 16, get_link(family), 1e-3, cap=2.0, stats=stats)
-        theta, thetas = np.zeros(3), []
-        for i in range(X.shape[0]):
-            grow.add(X[i], r[i])
-            theta, _ = grow.solve(theta if i % 11 else theta + 0.01)
-            thetas.append(theta)
-        runs.append((np.array(thetas).tobytes(), vars(stats)))
-    assert runs[0] == runs[1]
-    assert runs[0][1]["capped"] > 0 and runs[0][1]["iterations"] > 1500
-
-
-@pytest.mark.parametrize("family", ["logistic", "probit"])
-@pytest.mark.parametrize(
-    "case", ["singular Hessian", "non-finite start", "overflowing margins"]
-)
-def test_compiled_newton_on_degenerate_problems_is_numpys(family: str, case: str) -> None:
-    """A singular Hessian (numpy.linalg.solve raises: the fit stops), a NaN start and margins
-    whose squares overflow end as the numpy fit ends."""
-    X = np.eye(4, 2) if case != "singular Hessian" else np.array([[1.0, 0.0]] * 4)
-    theta0 = np.array([np.nan, 1.0]) if case == "non-finite start" else np.array([0.5, -0.5])
-    if case == "overflowing margins":
-        X = X * 1e200
-    lam = 0.0 if case == "singular Hessian" else 1.0
+def test_degenerate_problems_end_the_fit_without_an_error(family: str) -> None:
+    """A singular Hessian (λ = 0, repeated rows) stops the fit before any step; a NaN start
+    ends it unsuccessfully; margins whose squares overflow leave a finite fit."""
+    link = get_link(family)
     r = np.array([1.0, 0.0, 1.0, 0.0])
+    stats = SolverStats()
+    _, ok = newton_mle(np.array([[1.0, 0.0]] * 4), r, link, 0.0, np.array([0.5, -0.5]),
+                       stats=stats)
+    assert not ok and stats.as_dict() == {"fits": 1, "failures": 1, "capped": 0, "iterations": 0}
+    theta, ok = newton_mle(np.eye(4, 2), r, link, 1.0, np.array([np.nan, 1.0]))
+    assert not ok and np.isnan(theta).any()
     with np.errstate(all="ignore"):
-        expected = newton_fit(glm.numpy_newton, X, r, family, lam, theta0, None, 50)
-        assert newton_fit(glm._newton, X, r, family, lam, theta0, None, 50) == expected
-    if case == "singular Hessian":  # stopped at the first solve, before any step
-        assert expected[2] == {"fits": 1, "failures": 1, "capped": 0, "iterations": 0}
+        theta, _ = newton_mle(np.eye(4, 2) * 1e200, r, link, 1.0, np.array([0.5, -0.5]))
+    assert np.all(np.isfinite(theta))
 
 
-def test_compiled_newton_refuses_other_arrays() -> None:
-    """An unknown link code, a strided X and short buffers: one clear error each."""
-    X, r = np.ones((3, 2)), np.ones(3)
-    buffers = glm._Buffers(3, 2)
-    args = [X, r, np.zeros(2), buffers.cur, buffers.trial, buffers.weighted, buffers.resid, 1,
-            1.0, None, 1e-8, 50, False]
-    with pytest.raises(ValueError, match="link = 3 is not allowed"):
-        glm.compiled_newton.newton(*args[:7], 3, *args[8:])
-    with pytest.raises(TypeError, match="X must be a C-ordered float64 array"):
-        glm.compiled_newton.newton(np.ones((3, 4))[:, ::2], *args[1:])
-    short = glm._Buffers(2, 2)
-    with pytest.raises(TypeError, match="cur must be a writeable"):
-        glm.compiled_newton.newton(*args[:3], short.cur, *args[4:])
-    with pytest.raises(ValueError, match="r must have 3 entries"):
-        glm.compiled_newton.newton(X, np.ones(4), *args[2:])
-    with pytest.raises(ValueError, match="at least one column"):
-        glm.compiled_newton.newton(np.ones((3, 0)), *args[1:])
-
-
-def test_unaligned_data_is_fitted_as_numpy_fits_it() -> None:
+def test_unaligned_data_is_fitted_as_aligned_data() -> None:
     """Data read at an odd byte offset (e.g. from a buffer) is copied, not refused."""
     X, r, _ = ball_data(3, 40, 2, "logistic")
     raw = np.frombuffer(b"\0" + X.tobytes(), dtype=float, offset=1).reshape(X.shape)
@@ -357,3 +298,23 @@ def test_unaligned_data_is_fitted_as_numpy_fits_it() -> None:
     got = newton_mle(raw, r, link, 1.0, np.zeros(2))
     want = newton_mle(X, r, link, 1.0, np.zeros(2))
     assert got[0].tobytes() == want[0].tobytes() and got[1] == want[1]
+
+
+def test_secular_root_solves_its_equation() -> None:
+    g = np.random.default_rng(14)
+    for _ in range(50):
+        eigs = np.sort(g.uniform(0.1, 5.0, size=4))
+        weights = g.uniform(0.0, 3.0, size=4)
+        target = 0.5 * float(np.sum(weights / eigs**2))
+        nu = glm.secular_root(weights, eigs, target, math.inf)
+        assert nu > 0
+        assert float(np.sum(weights / (eigs + nu) ** 2)) == pytest.approx(target, rel=1e-10)
+        assert glm.secular_root(weights, eigs, target, nu / 2) == nu / 2  # clipped at upper
+
+
+def test_log_det_of_symmetric_positive_definite_matrices() -> None:
+    g = np.random.default_rng(15)
+    B = g.normal(size=(4, 4))
+    A = B @ B.T + np.eye(4)
+    assert glm.log_det_spd(A) == pytest.approx(logdet(A), rel=1e-12)
+    assert glm.log_det_spd(np.zeros((3, 3))) == -math.inf

@@ -1,56 +1,200 @@
-"""GLM maximum-likelihood solvers and small linear-algebra helpers (docs/glm.md, "MLE solvers")."""
+"""GLM maximum-likelihood solvers and small linear-algebra helpers (docs/glm.md, "MLE solvers").
+
+The damped Newton fit is one compiled kernel (`newton_fit`), which every fit of the project
+runs: `newton_mle` on given data, `GrowingNewton` (and the policies' compiled round loops, on
+its `FitArrays`) on data growing by one row per round. `compat_mle` is the authors' L-BFGS-B
+through `scipy.optimize`.
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
-from dpbandits import _newton as compiled_newton
-from dpbandits import small_linalg
-from dpbandits.links import Link
-from dpbandits.scipy_kernels import special
-
-expit, ndtr = special.expit, special.ndtr
+from dpbandits.jit import jit
+from dpbandits.linalg import cholesky_into, dot, log_det, solve_lower_into, solve_lower_t_into
+from dpbandits.links import Link, mean, mean_values
 
 SOLVERS = ("compat", "newton")
-COMPILED_LINKS = {"probit": 1, "logistic": 2}  # the links `_newton.newton` fits
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+LINE_SEARCH_TRIALS = 31  # the full step, then up to 30 halvings
+FITS, FAILURES, CAPPED, ITERATIONS = 0, 1, 2, 3  # entries of `SolverStats.counts`
+ROWS, KNOWN, SIDE = 0, 1, 2  # entries of `FitArrays.state`
 
 
-@dataclass
 class SolverStats:
-    """Counts kept across the fits of one run: fits, failures, norm-cap events, iterations."""
+    """Counts kept across the fits of one run: fits, failures, norm-cap events, iterations
+    (an int64 array, which compiled fits add to)."""
 
-    fits: int = 0
-    failures: int = 0
-    capped: int = 0
-    iterations: int = 0
+    def __init__(self) -> None:
+        self.counts = np.zeros(4, dtype=np.int64)
+
+    @property
+    def fits(self) -> int:
+        return int(self.counts[FITS])
+
+    @property
+    def failures(self) -> int:
+        return int(self.counts[FAILURES])
+
+    @property
+    def capped(self) -> int:
+        return int(self.counts[CAPPED])
+
+    @property
+    def iterations(self) -> int:
+        return int(self.counts[ITERATIONS])
 
     def record(self, success: bool, iterations: int = 0, capped: bool = False) -> None:
-        self.fits += 1
-        self.failures += int(not success)
-        self.capped += int(capped)
-        self.iterations += iterations
+        """Count one fit."""
+        record(self.counts, success, iterations, capped)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"fits": self.fits, "failures": self.failures, "capped": self.capped,
+                "iterations": self.iterations}
 
 
-def canonical_loss(
-    theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float
-) -> float:
-    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖², in the authors' code's regularisation convention.
+@jit
+def record(counts: np.ndarray, success: bool, iterations: int, capped: bool) -> None:
+    """One fit into the counts (fits, failures, norm-cap events, iterations)."""
+    counts[FITS] += 1
+    counts[FAILURES] += 0 if success else 1
+    counts[CAPPED] += 1 if capped else 0
+    counts[ITERATIONS] += iterations
 
-    docs/glm.md, "Reward families and losses" (the paper, Section 4, writes (λ/2)‖θ‖²).
-    """
+
+# -- the canonical loss F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² and its derivatives -------------------
+
+@jit
+def _sum(w: np.ndarray, n: int) -> float:
+    """Σ wᵢ over i < n, in four interleaved partial sums."""
+    s0 = s1 = s2 = s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        s0 += w[i]
+        s1 += w[i + 1]
+        s2 += w[i + 2]
+        s3 += w[i + 3]
+        i += 4
+    while i < n:
+        s0 += w[i]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@jit
+def _column_sum(w: np.ndarray, X: np.ndarray, a: int, n: int) -> float:
+    """Σ wᵢX[i, a] over i < n, in four interleaved partial sums."""
+    s0 = s1 = s2 = s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        s0 += w[i] * X[i, a]
+        s1 += w[i + 1] * X[i + 1, a]
+        s2 += w[i + 2] * X[i + 2, a]
+        s3 += w[i + 3] * X[i + 3, a]
+        i += 4
+    while i < n:
+        s0 += w[i] * X[i, a]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@jit
+def _gram_sum(w: np.ndarray, X: np.ndarray, a: int, c: int, n: int) -> float:
+    """Σ wᵢX[i, a]X[i, c] over i < n, in four interleaved partial sums."""
+    s0 = s1 = s2 = s3 = 0.0
+    i = 0
+    while i + 4 <= n:
+        s0 += w[i] * X[i, a] * X[i, c]
+        s1 += w[i + 1] * X[i + 1, a] * X[i + 1, c]
+        s2 += w[i + 2] * X[i + 2, a] * X[i + 2, c]
+        s3 += w[i + 3] * X[i + 3, a] * X[i + 3, c]
+        i += 4
+    while i < n:
+        s0 += w[i] * X[i, a] * X[i, c]
+        i += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@jit
+def accumulate(X: np.ndarray, r: np.ndarray, theta: np.ndarray, kind: int, rows: np.ndarray,
+               g: np.ndarray, H: np.ndarray) -> float:
+    """The terms of the rows of X in the canonical loss at θ: Σ (μ(zᵢ) − rᵢ)xᵢ added to g,
+    Σ μ̇(zᵢ)xᵢxᵢᵀ to the lower triangle of H, and Σ b(zᵢ) − rᵢzᵢ returned (zᵢ = xᵢᵀθ);
+    `rows` (3, ≥ len(X)) is scratch for the per-row values."""
+    n = X.shape[0]
+    residual, weight, term = rows[0], rows[1], rows[2]
+    for i in range(n):
+        z = dot(X[i], theta)
+        mu, mudot, b = mean_values(kind, z)
+        residual[i] = mu - r[i]
+        weight[i] = mudot
+        term[i] = b - r[i] * z
+    for a in range(X.shape[1]):
+        g[a] += _column_sum(residual, X, a, n)
+        for c in range(a + 1):
+            H[a, c] += _gram_sum(weight, X, a, c, n)
+    return _sum(term, n)
+
+
+@jit
+def clear(g: np.ndarray, H: np.ndarray) -> None:
+    """g ← 0 and the lower triangle of H ← 0."""
+    for a in range(g.shape[0]):
+        g[a] = 0.0
+        for c in range(a + 1):
+            H[a, c] = 0.0
+
+
+@jit
+def finish(g_sum: np.ndarray, H_sum: np.ndarray, loss_sum: float, lam: float,
+           theta: np.ndarray, g: np.ndarray, H: np.ndarray) -> float:
+    """From the row sums at θ (`accumulate`): g = ∇F(θ) = Σ (μ(zᵢ) − rᵢ)xᵢ + 2λθ and
+    H = ∇²F(θ) = Σ μ̇(zᵢ)xᵢxᵢᵀ + 2λI; returns F(θ) = Σ b(zᵢ) − rᵢzᵢ + λ‖θ‖² (docs/glm.md,
+    "Reward families and losses"; the paper's Section 4 writes (λ/2)‖θ‖²)."""
+    d = theta.shape[0]
+    for a in range(d):
+        g[a] = g_sum[a] + 2.0 * lam * theta[a]
+        for c in range(a):
+            H[a, c] = H[c, a] = H_sum[a, c]
+        H[a, a] = H_sum[a, a] + 2.0 * lam
+    return loss_sum + lam * dot(theta, theta)
+
+
+def canonical_loss(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
+                   lam: float) -> float:
+    """F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖², in the authors' code's regularisation convention
+    (the vectorised form of the sums `newton_fit` makes)."""
     z = X @ theta
     return float(np.sum(link.potential(z) - r * z) + lam * (theta @ theta))
 
 
-def canonical_gradient(
-    theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float
-) -> np.ndarray:
+def canonical_gradient(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link,
+                       lam: float) -> np.ndarray:
     """∇F(θ) = Xᵀ(μ(Xθ) − r) + 2λθ."""
-    return X.T @ (link.mean(X @ theta) - r) + 2.0 * lam * theta
+    X, r = _as_rows(X, r)
+    out = np.empty(X.shape[1])
+    gradient_into(X, r, link.kind, float(lam), np.ascontiguousarray(theta, dtype=float), out)
+    return out
+
+
+@jit
+def gradient_into(X: np.ndarray, r: np.ndarray, kind: int, lam: float, theta: np.ndarray,
+                  out: np.ndarray) -> None:
+    """out = ∇F(θ) = Σ (μ(xᵢᵀθ) − rᵢ)xᵢ + 2λθ over the rows of X (the gradient L-BFGS-B is
+    given; `accumulate` sums the same terms with the Hessian's for Newton)."""
+    n = X.shape[0]
+    residual = np.empty(n)
+    for i in range(n):
+        residual[i] = mean(kind, dot(X[i], theta)) - r[i]
+    for a in range(X.shape[1]):
+        out[a] = _column_sum(residual, X, a, n) + 2.0 * lam * theta[a]
+
+
+def _as_rows(X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    X = np.ascontiguousarray(X, dtype=float)
+    return X.reshape(X.shape[0], -1) if X.ndim != 2 else X, np.ascontiguousarray(r, dtype=float)
 
 
 def bernoulli_nll(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, lam: float) -> float:
@@ -62,73 +206,365 @@ def bernoulli_nll(theta: np.ndarray, X: np.ndarray, r: np.ndarray, link: Link, l
     return float(-np.sum(ll) + lam * (theta @ theta))
 
 
-Values = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# -- small dense helpers ---------------------------------------------------------------------
+
+@jit
+def abs_max(v: np.ndarray) -> float:
+    """max |vᵢ|, NaN if an entry is NaN (numpy's max)."""
+    best = 0.0
+    for i in range(v.shape[0]):
+        a = abs(v[i])
+        if a != a:
+            return a
+        if a > best:
+            best = a
+    return best
 
 
-def link_values(link: Link, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(μ(z), μ̇(z), b(z)) in one pass, sharing the special-function evaluations."""
-    if link.name == "probit":
-        Phi = ndtr(z)
-        phi = np.exp(np.square(z) * -0.5) * _INV_SQRT_2PI
-        return Phi, phi, z * Phi + phi
-    if link.name == "logistic":
-        p = expit(z)
-        return p, p * (1.0 - p), np.logaddexp(0.0, z)
-    return link.mean(z), link.dot(z), link.potential(z)
+@jit
+def sherman_morrison(A_inv: np.ndarray, x: np.ndarray, w: float = 1.0) -> float:
+    """In place: A⁻¹ ← (A + w·xxᵀ)⁻¹ (Sherman–Morrison); returns xᵀA⁻¹x of the old A⁻¹."""
+    d = x.shape[0]
+    u = np.empty(d)
+    for i in range(d):
+        u[i] = dot(A_inv[i], x)
+    q = dot(x, u)
+    coefficient = w / (1.0 + w * q)
+    for i in range(d):
+        cu = coefficient * u[i]
+        for j in range(d):
+            A_inv[i, j] -= cu * u[j]
+    return q
 
 
-def _link_values_into(link: Link, z: np.ndarray, out: Values) -> None:
-    """`link_values(link, z)` written into the (μ, μ̇, b) buffers out[1:] (out[0] is z's).
+@jit
+def quad_form(x: np.ndarray, A: np.ndarray) -> float:
+    """xᵀAx."""
+    d = x.shape[0]
+    total = 0.0
+    for i in range(d):
+        total += x[i] * dot(A[i], x)
+    return total
 
-    The same elementwise operations in the same order as `link_values`, without temporaries.
+
+@jit
+def _quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
+    out = np.empty(X.shape[0])
+    for k in range(X.shape[0]):
+        out[k] = quad_form(X[k], A)
+    return out
+
+
+def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
+    """Row-wise xᵢᵀAxᵢ for the rows of X."""
+    return _quad_forms(np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(A, dtype=float))
+
+
+@jit
+def log_det_spd(A: np.ndarray) -> float:
+    """ln det A of a symmetric positive definite A by its Cholesky factor, −∞ when A is not
+    positive definite (a zero matrix, say)."""
+    factor = np.empty_like(A)
+    if not cholesky_into(A, factor):
+        return -math.inf
+    return log_det(factor)
+
+
+def logdet(A: np.ndarray) -> float:
+    """log det A via slogdet, −∞ when the sign is ≤ 0."""
+    sign, value = np.linalg.slogdet(A)
+    return float(value) if sign > 0 else -math.inf
+
+
+@jit
+def secular_root(weights: np.ndarray, eigs: np.ndarray, target: float, upper: float) -> float:
+    """ν ∈ [0, upper] with Σ wᵢ/(eᵢ + ν)² = target, given Σ wᵢ/eᵢ² > target.
+
+    This is the multiplier of a Euclidean projection onto an ellipsoid written in the eigenbasis
+    of its matrix. Safeguarded Newton on 1/√s(ν) (nearly linear in ν) inside a bracket; the
+    result is clipped to `upper` when the root lies beyond it.
     """
-    _, mu, mudot, pot = out
-    if link.name == "probit":
-        ndtr(z, out=mu)
-        np.square(z, out=pot)
-        np.multiply(pot, -0.5, out=pot)
-        np.exp(pot, out=mudot)
-        np.multiply(mudot, _INV_SQRT_2PI, out=mudot)
-        np.multiply(z, mu, out=pot)
-        np.add(pot, mudot, out=pot)
-    elif link.name == "logistic":
-        expit(z, out=mu)
-        np.subtract(1.0, mu, out=mudot)
-        np.multiply(mu, mudot, out=mudot)
-        np.logaddexp(0.0, z, out=pot)
-    else:
-        mu[...] = link.mean(z)
-        mudot[...] = link.dot(z)
-        pot[...] = link.potential(z)
+    m = weights.shape[0]
+    lo = 0.0
+    total = 0.0
+    for i in range(m):
+        total += weights[i]
+    hi = math.sqrt(total / target)  # s(hi) ≤ Σw/hi² = target
+    if hi >= upper:
+        s_upper = 0.0
+        for i in range(m):
+            s_upper += weights[i] / (eigs[i] + upper) ** 2
+        if s_upper >= target:
+            return upper
+        hi = upper
+    root_target = 1.0 / math.sqrt(target)
+    nu = lo
+    for _ in range(200):
+        s = 0.0
+        s3 = 0.0
+        for i in range(m):
+            denom = eigs[i] + nu
+            s += weights[i] / denom**2
+            s3 += weights[i] / denom**3
+        if s > target:
+            lo = nu
+        else:
+            hi = nu
+        phi = 1.0 / math.sqrt(s) - root_target
+        if phi == 0.0 or hi - lo <= 4e-16 * max(1.0, hi):
+            break
+        nu_new = nu - phi / (s3 / s**1.5)
+        if not lo < nu_new < hi:
+            nu_new = 0.5 * (lo + hi)
+        if nu_new == nu:
+            break
+        nu = nu_new
+    return nu
 
 
-class _Buffers:
-    """Preallocated arrays of a Newton fit: (z, μ, μ̇, b) at the iterate and at the trial point,
-    the Hessian weights μ̇ᵢxᵢ (rows of an n×d array) and the residuals μ − r."""
+@jit
+def symmetric_eigen(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and orthonormal eigenvectors (columns) of a symmetric matrix."""
+    return np.linalg.eigh(A)
 
-    def __init__(self, capacity: int, d: int) -> None:
-        self.cur: Values = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
-        self.trial: Values = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
-        self.weighted = np.empty((capacity, d))
-        self.resid = np.empty(capacity)
-        self._ridge: tuple[float, np.ndarray] | None = None
 
-    def ridge(self, lam: float) -> np.ndarray:
-        """2λI, the Hessian of the regulariser λ‖θ‖² (kept for the last λ asked for)."""
-        if self._ridge is None or self._ridge[0] != lam:
-            self._ridge = (lam, 2.0 * lam * np.eye(self.weighted.shape[1]))
-        return self._ridge[1]
+@jit
+def rotate_into(Q: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out = Qᵀv."""
+    d = v.shape[0]
+    for j in range(d):
+        total = 0.0
+        for i in range(d):
+            total += Q[i, j] * v[i]
+        out[j] = total
 
-    def grow(self, capacity: int) -> None:
-        """Enlarge to `capacity` rows, keeping the values at the iterate."""
-        old = self.cur[0].shape[0]
-        cur = tuple(np.empty(capacity) for _ in range(4))
-        for new, kept in zip(cur, self.cur, strict=True):
-            new[:old] = kept
-        self.cur = cur  # type: ignore[assignment]
-        self.trial = tuple(np.empty(capacity) for _ in range(4))  # type: ignore[assignment]
-        self.weighted = np.empty((capacity, self.weighted.shape[1]))
-        self.resid = np.empty(capacity)
+
+@jit
+def unrotate_into(Q: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
+    """out = Qv."""
+    for i in range(v.shape[0]):
+        out[i] = dot(Q[i], v)
+
+
+@jit
+def ball_model_minimiser(H: np.ndarray, b: np.ndarray, cap: float, out: np.ndarray) -> None:
+    """out = argmin_{‖θ‖ ≤ cap} ½θᵀHθ − bᵀθ for H positive definite: θ = (H + νI)⁻¹b on the
+    sphere."""
+    eigs, Q = symmetric_eigen(H)
+    d = b.shape[0]
+    bhat = np.empty(d)
+    rotate_into(Q, b, bhat)
+    weights = np.empty(d)
+    for j in range(d):
+        weights[j] = bhat[j] * bhat[j]
+    nu = secular_root(weights, eigs, cap * cap, math.inf)
+    for j in range(d):
+        bhat[j] = bhat[j] / (eigs[j] + nu)
+    unrotate_into(Q, bhat, out)
+
+
+@jit
+def project_ball_metric_into(u: np.ndarray, V: np.ndarray, radius: float, out: np.ndarray) -> None:
+    """out = argmin_{‖θ‖ ≤ radius} ‖θ − u‖_V for V symmetric positive definite."""
+    d = u.shape[0]
+    if dot(u, u) <= radius * radius:
+        for j in range(d):
+            out[j] = u[j]
+        return
+    eigs, Q = symmetric_eigen(V)
+    uhat = np.empty(d)
+    rotate_into(Q, u, uhat)
+    # θ = (V + νI)⁻¹Vu; in the eigenbasis θ̂ᵢ = eᵢûᵢ/(eᵢ + ν), so ‖θ‖² = Σ (eᵢûᵢ)²/(eᵢ + ν)².
+    weights = np.empty(d)
+    for j in range(d):
+        weights[j] = (eigs[j] * uhat[j]) ** 2
+    nu = secular_root(weights, eigs, radius * radius, math.inf)
+    for j in range(d):
+        uhat[j] = eigs[j] * uhat[j] / (eigs[j] + nu)
+    unrotate_into(Q, uhat, out)
+
+
+
+def project_ball_metric(u: np.ndarray, V: np.ndarray, radius: float) -> np.ndarray:
+    """argmin_{‖θ‖ ≤ radius} ‖θ − u‖_V for V symmetric positive definite (eigenbasis solve)."""
+    u = np.array(u, dtype=float)
+    out = np.empty_like(u)
+    project_ball_metric_into(u, np.ascontiguousarray(V, dtype=float), float(radius), out)
+    return out
+
+
+# -- the Newton fit --------------------------------------------------------------------------
+
+class FitArrays(NamedTuple):
+    """The data of a fit growing by one row per round and its Newton fit's working arrays:
+    rows X (capacity, d) and rewards r; `state` (int64: rows, rows whose terms at the last
+    solution are summed, which side holds those sums); the last solution; the row sums of
+    `accumulate` (the gradient's, Hessian's and loss's) on two sides, at the iterate and at
+    the trial point; scratch rows (3, capacity), vectors (4, d) and matrices (2, d, d)."""
+
+    X: np.ndarray
+    r: np.ndarray
+    rows: np.ndarray
+    state: np.ndarray
+    last: np.ndarray
+    g_sums: np.ndarray
+    H_sums: np.ndarray
+    loss_sums: np.ndarray
+    work: np.ndarray
+    matrices: np.ndarray
+
+
+def fit_arrays(capacity: int, d: int) -> FitArrays:
+    """Empty `FitArrays` for `capacity` rows of width d."""
+    capacity = max(int(capacity), 1)
+    return FitArrays(np.empty((capacity, d)), np.empty(capacity), np.empty((3, capacity)),
+                     np.zeros(3, dtype=np.int64),
+                     np.zeros(d), np.zeros((2, d)), np.zeros((2, d, d)), np.zeros(2),
+                     np.empty((4, d)), np.empty((2, d, d)))
+
+
+def grown(fit: FitArrays, capacity: int) -> FitArrays:
+    """`fit` with room for `capacity` rows, its rows and sums kept."""
+    n = int(fit.state[ROWS])
+    out = fit_arrays(capacity, fit.X.shape[1])
+    out.X[:n] = fit.X[:n]
+    out.r[:n] = fit.r[:n]
+    for kept, new in zip(fit[3:8], out[3:8], strict=True):
+        new[...] = kept
+    return out
+
+
+@jit
+def _kkt_on_sphere(theta: np.ndarray, g: np.ndarray, threshold: float, cap: float,
+                   work: np.ndarray) -> bool:
+    """θ on the sphere ‖θ‖ = cap minimises F over the ball: −∇F = νθ with ν ≥ 0, to tolerance."""
+    norm2 = dot(theta, theta)
+    if norm2 < (cap * (1.0 - 1e-10)) ** 2:
+        return False
+    radial = dot(g, theta) / norm2
+    for j in range(theta.shape[0]):
+        work[j] = g[j] - radial * theta[j]
+    return radial <= 0.0 and abs_max(work) <= threshold
+
+
+@jit
+def newton_fit(fit: FitArrays, theta: np.ndarray, kind: int, lam: float, cap: float, tol: float,
+               max_iter: int, counts: np.ndarray) -> bool:
+    """Damped Newton/IRLS on F(θ) = Σ b(xᵢᵀθ) − rᵢxᵢᵀθ + λ‖θ‖² over every row of `fit`
+    (docs/glm.md, "MLE solvers"), θ updated in place from the warm start; the fit is counted
+    in `counts` and its success returned (no rows: θ as given, nothing counted).
+
+    Armijo backtracking (full step in the rounding regime, where the Newton decrement is below
+    the precision of F); ‖θ‖ ≤ cap (math.inf: no cap) by rescaling the start onto the ball and
+    by the model's minimiser over the ball for a step leaving it. Stops when ‖∇F‖_∞ ≤
+    tol·max(1, n), or when the cap is active and the capped problem's KKT conditions hold to
+    that tolerance (success), or after `max_iter` steps, a Hessian that is not positive
+    definite, an ascent direction or a failed line search. Where θ is the last solution, the
+    row sums known there are reused and only the new rows' terms added.
+    """
+    n = fit.state[ROWS]
+    d = theta.shape[0]
+    if n == 0:
+        for j in range(d):
+            fit.last[j] = theta[j]
+        fit.state[KNOWN] = 0
+        return True
+    side = fit.state[SIDE]
+    known_rows = fit.state[KNOWN]
+    known = known_rows > 0
+    for j in range(d):
+        known = known and theta[j] == fit.last[j]
+    if known:
+        fit.loss_sums[side] += accumulate(fit.X[known_rows:n], fit.r[known_rows:n], theta, kind,
+                                          fit.rows, fit.g_sums[side], fit.H_sums[side])
+    g, p, new, scratch = fit.work[0], fit.work[1], fit.work[2], fit.work[3]
+    H, factor = fit.matrices[0], fit.matrices[1]
+    norm = math.sqrt(dot(theta, theta))
+    if norm > cap:
+        for j in range(d):
+            theta[j] *= cap / norm
+        known = False
+    if not known:
+        clear(fit.g_sums[side], fit.H_sums[side])
+        fit.loss_sums[side] = accumulate(fit.X[:n], fit.r[:n], theta, kind, fit.rows,
+                                         fit.g_sums[side], fit.H_sums[side])
+    F = finish(fit.g_sums[side], fit.H_sums[side], fit.loss_sums[side], lam, theta, g, H)
+    threshold = tol * max(1.0, float(n))
+    capped = False
+    success = False
+    steps = 0
+    while True:
+        if abs_max(g) <= threshold or (capped and _kkt_on_sphere(theta, g, threshold, cap,
+                                                                 scratch)):
+            success = True
+            break
+        if steps == max_iter:
+            break
+        if not cholesky_into(H, factor):
+            break
+        solve_lower_into(factor, g, scratch)
+        solve_lower_t_into(factor, scratch, p)
+        for j in range(d):
+            p[j] = -p[j]
+            new[j] = theta[j] + p[j]
+        if dot(new, new) > cap * cap:
+            # minimise the quadratic model over the ball instead; the segment stays inside
+            for j in range(d):
+                scratch[j] = dot(H[j], theta) - g[j]
+            ball_model_minimiser(H, scratch, cap, p)
+            for j in range(d):
+                p[j] -= theta[j]
+            capped = True
+        slope = dot(g, p)
+        if not slope < 0.0:
+            break
+        steps += 1
+        rounding = -slope <= 1e-12 * (1.0 + abs(F))
+        step = 1.0
+        accepted = False
+        F_new = F
+        trial = 1 - side
+        for _ in range(LINE_SEARCH_TRIALS):
+            for j in range(d):
+                new[j] = theta[j] + step * p[j]
+            clear(fit.g_sums[trial], fit.H_sums[trial])
+            fit.loss_sums[trial] = accumulate(fit.X[:n], fit.r[:n], new, kind, fit.rows,
+                                              fit.g_sums[trial], fit.H_sums[trial])
+            F_new = fit.loss_sums[trial] + lam * dot(new, new)
+            if rounding or F_new <= F + 1e-4 * step * slope:
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted:
+            break
+        same = True
+        for j in range(d):
+            same = same and new[j] == theta[j]
+        if same:
+            break
+        for j in range(d):
+            theta[j] = new[j]
+        side = trial
+        F = finish(fit.g_sums[side], fit.H_sums[side], fit.loss_sums[side], lam, theta, g, H)
+    fit.state[SIDE] = side
+    fit.state[KNOWN] = n
+    for j in range(d):
+        fit.last[j] = theta[j]
+    record(counts, success, steps, capped)
+    return success
+
+
+@jit
+def add_row(fit: FitArrays, x: np.ndarray, reward: float) -> bool:
+    """Append the observation (x, r); False (nothing added) when the arrays are full."""
+    n = fit.state[ROWS]
+    if n == fit.X.shape[0]:
+        return False
+    for j in range(x.shape[0]):
+        fit.X[n, j] = x[j]
+    fit.r[n] = reward
+    fit.state[ROWS] = n + 1
+    return True
 
 
 def newton_mle(
@@ -143,168 +579,27 @@ def newton_mle(
     max_iter: int = 50,
     stats: SolverStats | None = None,
 ) -> tuple[np.ndarray, bool]:
-    """Damped Newton/IRLS on the canonical loss, Armijo backtracking, ‖θ‖ ≤ cap.
-
-    Stops when ‖∇F‖_∞ ≤ tol·max(1, n) (or, when the cap is active, when the KKT conditions of
-    the capped problem hold to that tolerance) or after `max_iter` Newton steps. Returns
-    (θ, success).
-    """
-    X = np.require(X, dtype=float, requirements=["C", "A"])
+    """`newton_fit` on the rows of X from θ₀ (‖θ‖ ≤ cap unless None); returns (θ, success)."""
+    X, r = _as_rows(X, r)
     n, d = X.shape
     theta = np.array(theta0, dtype=float)
     if n == 0:
         return theta, True
-    r = np.require(r, dtype=float, requirements=["C", "A"])
-    return _newton(X, np.ascontiguousarray(X.T), r, link, lam, theta, _Buffers(n, d), False, cap,
-                   tol, max_iter, stats)
-
-
-def _newton(
-    X: np.ndarray,
-    columns: np.ndarray,
-    r: np.ndarray,
-    link: Link,
-    lam: float,
-    theta: np.ndarray,
-    buffers: _Buffers,
-    known: bool,
-    cap: float | None,
-    tol: float,
-    max_iter: int,
-    stats: SolverStats | None,
-) -> tuple[np.ndarray, bool]:
-    """Newton core on n ≥ 1 rows from θ; `columns` is Xᵀ with contiguous rows (read by
-    `numpy_newton` only).
-
-    `known`: buffers.cur holds (z, μ, μ̇, b) at θ on the n rows; on return it holds them at
-    the returned θ. Compiled (`_newton.newton`, the bits of `numpy_newton`: tests/test_glm.py)
-    for the probit and logistic links, `numpy_newton` for the others and where scipy's special
-    functions are not ufuncs. The compiled fit does not consult numpy's floating-point error
-    settings (`np.errstate`): where numpy would warn, e.g. on exp underflow, it is silent.
-    """
-    code = compiled_fit_code(link)
-    if code is None:
-        return numpy_newton(X, columns, r, link, lam, theta, buffers, known, cap, tol,
-                            max_iter, stats)
-    theta, success, steps, capped, swapped = compiled_newton.newton(
-        X, r, theta, buffers.cur, buffers.trial, buffers.weighted, buffers.resid, code, lam,
-        cap, tol, max_iter, known,
-    )
-    if swapped:
-        buffers.cur, buffers.trial = buffers.trial, buffers.cur
-    if stats is not None:
-        stats.record(success, steps, capped)
-    return theta, success
-
-
-def compiled_fit_code(link: Link) -> int | None:
-    """`_newton.newton`'s code of the link, None where `numpy_newton` fits it."""
-    return COMPILED_LINKS.get(link.name) if _COMPILED_BOUND else None
-
-
-def numpy_newton(
-    X: np.ndarray,
-    columns: np.ndarray,
-    r: np.ndarray,
-    link: Link,
-    lam: float,
-    theta: np.ndarray,
-    buffers: _Buffers,
-    known: bool,
-    cap: float | None,
-    tol: float,
-    max_iter: int,
-    stats: SolverStats | None,
-) -> tuple[np.ndarray, bool]:
-    """`_newton` by numpy calls: θ is the caller's copy, rescaled in place onto the cap when
-    outside."""
-    n, d = X.shape
-    if cap is not None:
-        norm = math.sqrt(theta @ theta)
-        if norm > cap:
-            theta *= cap / norm
-            known = False
-    cur, trial = buffers.cur, buffers.trial
-    current = (cur[0][:n], cur[1][:n], cur[2][:n], cur[3][:n])
-    values = (trial[0][:n], trial[1][:n], trial[2][:n], trial[3][:n])
-    z, mu, mudot, pot = current
-    if not known:
-        np.matmul(X, theta, out=z)
-        _link_values_into(link, z, (z, mu, mudot, pot))
-    XT = X.T
-    resid = buffers.resid[:n]
-    weighted_t = buffers.weighted[:n].T
-    threshold = tol * max(1.0, float(n))
-    ridge = buffers.ridge(lam)
-    two_lam = 2.0 * lam
-    capped = False
-    success = False
-    steps = 0
-    F = float(pot.sum() - r @ z) + lam * float(theta @ theta)
-    while True:
-        np.subtract(mu, r, out=resid)
-        g = XT @ resid
-        g += two_lam * theta
-        if float(np.abs(g).max()) <= threshold or (
-            capped and _kkt_on_sphere(theta, g, threshold, cap)  # type: ignore[arg-type]
-        ):
-            success = True
-            break
-        if steps == max_iter:
-            break
-        np.multiply(columns, mudot, out=weighted_t)
-        H = weighted_t @ X
-        H += ridge
-        try:
-            p = -small_linalg.solve(H, g)
-        except np.linalg.LinAlgError:
-            break
-        if cap is not None:
-            moved = theta + p
-            if float(moved @ moved) > cap * cap:
-                # minimise the quadratic model over the ball instead; the segment stays inside
-                p = _ball_model_minimiser(H, H @ theta - g, cap) - theta
-                capped = True
-        slope = float(g @ p)
-        if not slope < 0.0:
-            break
-        steps += 1
-        # In the rounding regime (Newton decrement below the precision of F) take the full step.
-        rounding = -slope <= 1e-12 * (1.0 + abs(F))
-        step = 1.0
-        accepted = False
-        z_new, pot_new = values[0], values[3]
-        for _ in range(31):
-            new = theta + step * p
-            np.matmul(X, new, out=z_new)
-            _link_values_into(link, z_new, values)
-            F_new = float(pot_new.sum() - r @ z_new) + lam * float(new @ new)
-            if rounding or F_new <= F + 1e-4 * step * slope:
-                accepted = True
-                break
-            step *= 0.5
-        if not accepted:
-            break
-        if bool((new == theta).all()):
-            break
-        theta, F = new, F_new
-        cur, trial = trial, cur
-        current, values = values, current
-        z, mu, mudot, pot = current
-    buffers.cur, buffers.trial = cur, trial
-    if stats is not None:
-        stats.record(success, steps, capped)
-    return theta, success
+    fit = fit_arrays(n, d)
+    fit.X[:] = X
+    fit.r[:] = r
+    fit.state[ROWS] = n
+    counts = (stats or SolverStats()).counts
+    success = newton_fit(fit, theta, link.kind, float(lam),
+                         math.inf if cap is None else float(cap), float(tol), int(max_iter),
+                         counts)
+    return theta, bool(success)
 
 
 class GrowingNewton:
-    """Newton MLE over a data set that grows by one row per round (GLM-UCB's per-round fit).
-
-    Keeps the data in preallocated buffers (rows and columns) with the link values at the last
-    solution, so a fit warm-started there evaluates the link only on the new rows before its
-    first Newton step. Results are those of `newton_mle` on the same data and warm start (up to
-    the rounding of xᵢᵀθ, which BLAS may sum differently for a block of rows than for all rows).
-    """
+    """Newton MLE over a data set that grows by one row per round (GLM-UCB's per-round fit):
+    `FitArrays` filled by `add_row` and fitted by `newton_fit`, which reuses the row sums at the
+    last solution for a fit warm-started there."""
 
     def __init__(
         self,
@@ -318,90 +613,41 @@ class GrowingNewton:
         max_iter: int = 50,
         stats: SolverStats | None = None,
     ) -> None:
-        self.link, self.lam, self.cap, self.tol, self.max_iter = link, lam, cap, tol, max_iter
-        self.stats = stats
-        capacity = max(int(capacity), 1)
-        self.X = np.empty((capacity, d))
-        self.r = np.empty(capacity)
-        self._columns = np.empty((d, capacity))  # Xᵀ, filled up to _filled rows by `solve`
-        self._filled = 0
-        self._buffers = _Buffers(capacity, d)
-        self.n = 0
-        self._theta: np.ndarray | None = None  # the last solution
-        self._known = 0  # rows whose link values at the last solution are in the buffers
+        self.link, self.lam, self.tol, self.max_iter = link, float(lam), float(tol), int(max_iter)
+        self.cap = math.inf if cap is None else float(cap)
+        self.stats = stats if stats is not None else SolverStats()
+        self.arrays = fit_arrays(capacity, d)
+
+    @property
+    def n(self) -> int:
+        """Rows so far."""
+        return int(self.arrays.state[ROWS])
+
+    @property
+    def X(self) -> np.ndarray:
+        return self.arrays.X
+
+    @property
+    def r(self) -> np.ndarray:
+        return self.arrays.r
+
+    def reserve(self, rows: int) -> None:
+        """Room for `rows` more rows."""
+        need = self.n + int(rows)
+        if need > self.arrays.X.shape[0]:
+            self.arrays = grown(self.arrays, max(need, 2 * self.arrays.X.shape[0]))
 
     def add(self, x: np.ndarray, r: float) -> None:
         """Append one observation (x, r)."""
-        n = self.n
-        if n == self.X.shape[0]:
-            capacity = 2 * n
-            self.X = np.concatenate([self.X, np.empty_like(self.X)])
-            self.r = np.concatenate([self.r, np.empty_like(self.r)])
-            columns = np.empty((self.X.shape[1], capacity))
-            columns[:, : self._filled] = self._columns[:, : self._filled]
-            self._columns = columns
-            self._buffers.grow(capacity)
-        self.X[n] = x
-        self.r[n] = r
-        self.n = n + 1
+        self.reserve(1)
+        add_row(self.arrays, np.ascontiguousarray(x, dtype=float), float(r))
 
     def solve(self, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
         """Fit on all rows so far, warm-started at θ₀; returns (θ, success)."""
-        n = self.n
         theta = np.array(theta0, dtype=float)
-        if n == 0:
-            self._theta, self._known = theta.copy(), 0
-            return theta, True
-        X = self.X[:n]
-        if self._filled < n and compiled_fit_code(self.link) is None:  # Xᵀ: the numpy fit's
-            self._columns[:, self._filled : n] = X[self._filled :].T
-            self._filled = n
-        known = self._theta is not None and self._known > 0 and bool(
-            np.array_equal(theta0, self._theta)
-        )
-        if known:
-            old = self._known
-            cur = tuple(a[old:n] for a in self._buffers.cur)
-            cur[0][...] = X[old:] @ self._theta
-            _link_values_into(self.link, cur[0], cur)  # type: ignore[arg-type]
-        theta, success = _newton(
-            X, self._columns[:, :n], self.r[:n], self.link, self.lam, theta, self._buffers,
-            known, self.cap, self.tol, self.max_iter, self.stats,
-        )
-        self._theta, self._known = theta.copy(), n
-        return theta, success
-
-
-def _kkt_on_sphere(theta: np.ndarray, g: np.ndarray, threshold: float, cap: float) -> bool:
-    """θ on the sphere ‖θ‖ = cap minimises F over the ball: −∇F = νθ with ν ≥ 0, to tolerance."""
-    norm2 = float(theta @ theta)
-    if norm2 < (cap * (1.0 - 1e-10)) ** 2:
-        return False
-    radial = float(g @ theta) / norm2
-    tangential = g - radial * theta
-    return radial <= 0.0 and float(np.max(np.abs(tangential))) <= threshold
-
-
-def _ball_model_minimiser(H: np.ndarray, b: np.ndarray, cap: float) -> np.ndarray:
-    """argmin_{‖θ‖ ≤ cap} ½θᵀHθ − bᵀθ for H positive definite: θ = (H + νI)⁻¹b on the sphere."""
-    eigs, Q = np.linalg.eigh(H)
-    bhat = Q.T @ b
-    nu = secular_root(bhat * bhat, eigs, cap * cap, upper=math.inf)
-    return Q @ (bhat / (eigs + nu))
-
-
-def _bind_compiled() -> bool:
-    """Bind `_newton` to scipy's special ufuncs and numpy's solve; False where scipy's `ndtr`
-    and `expit` are not ufuncs (its array-API wrappers): `numpy_newton` then fits."""
-    try:
-        compiled_newton.bind(special, np.linalg.solve, np.linalg.LinAlgError,
-                             _ball_model_minimiser)
-    except (AttributeError, RuntimeError):
-        return False
-    return True
-
-
-_COMPILED_BOUND = _bind_compiled()
+        success = newton_fit(self.arrays, theta, self.link.kind, self.lam, self.cap, self.tol,
+                             self.max_iter, self.stats.counts)
+        return theta, bool(success)
 
 
 def compat_mle(
@@ -424,14 +670,17 @@ def compat_mle(
     log_mean, log_one_minus = link.log_mean, link.log_one_minus_mean
     if log_mean is None or log_one_minus is None:
         raise ValueError(f"family {link.name!r} has no Bernoulli likelihood")
-    mean = link.mean
+    X, r = _as_rows(X, r)
     one_minus_r = 1.0 - r
+    kind, lam = link.kind, float(lam)
+    d = X.shape[1]
 
     def fun(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = X @ theta
         ll = r @ log_mean(z) + one_minus_r @ log_one_minus(z)
         f = -float(ll) + lam * float(theta @ theta)
-        grad = X.T @ (mean(z) - r) + 2.0 * lam * theta
+        grad = np.empty(d)
+        gradient_into(X, r, kind, lam, np.ascontiguousarray(theta, dtype=float), grad)
         return f, grad
 
     from scipy.optimize import minimize  # heavy import: only jobs that fit by L-BFGS-B
@@ -460,69 +709,3 @@ def solve_mle(
     if solver == "compat":
         return compat_mle(X, r, link, lam, theta0, stats=stats)
     raise ValueError(f"unknown solver {solver!r}")
-
-
-def sherman_morrison(A_inv: np.ndarray, x: np.ndarray, w: float = 1.0) -> float:
-    """In place: A⁻¹ ← (A + w·xxᵀ)⁻¹ (Sherman–Morrison); returns xᵀA⁻¹x of the old A⁻¹."""
-    u = A_inv @ x
-    q = float(x @ u)
-    A_inv -= (w / (1.0 + w * q)) * (u[:, None] * u)
-    return q
-
-
-def quad_forms(X: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """Row-wise xᵢᵀAxᵢ for the rows of X."""
-    return small_linalg.einsum("ij,ij->i", X @ A, X)
-
-
-def logdet(A: np.ndarray) -> float:
-    """log det A via slogdet, −∞ when the sign is ≤ 0."""
-    sign, value = small_linalg.slogdet(A)
-    return value if sign > 0 else -math.inf
-
-
-def secular_root(weights: np.ndarray, eigs: np.ndarray, target: float, upper: float) -> float:
-    """ν ∈ [0, upper] with Σ wᵢ/(eᵢ + ν)² = target, given Σ wᵢ/eᵢ² > target.
-
-    This is the multiplier of a Euclidean projection onto an ellipsoid written in the eigenbasis
-    of its matrix. Safeguarded Newton on 1/√s(ν) (nearly linear in ν) inside a bracket; the
-    result is clipped to `upper` when the root lies beyond it.
-    """
-    lo = 0.0
-    hi = math.sqrt(float(np.sum(weights)) / target)  # s(hi) ≤ Σw/hi² = target
-    if hi >= upper:
-        if float(np.sum(weights / (eigs + upper) ** 2)) >= target:
-            return upper
-        hi = upper
-    root_target = 1.0 / math.sqrt(target)
-    nu = lo
-    for _ in range(200):
-        denom = eigs + nu
-        s = float(np.sum(weights / denom**2))
-        if s > target:
-            lo = nu
-        else:
-            hi = nu
-        phi = 1.0 / math.sqrt(s) - root_target
-        if phi == 0.0 or hi - lo <= 4e-16 * max(1.0, hi):
-            break
-        dphi = float(np.sum(weights / denom**3)) / s**1.5
-        nu_new = nu - phi / dphi
-        if not lo < nu_new < hi:
-            nu_new = 0.5 * (lo + hi)
-        if nu_new == nu:
-            break
-        nu = nu_new
-    return nu
-
-
-def project_ball_metric(u: np.ndarray, V: np.ndarray, radius: float) -> np.ndarray:
-    """argmin_{‖θ‖ ≤ radius} ‖θ − u‖_V for V symmetric positive definite (eigenbasis solve)."""
-    if float(u @ u) <= radius * radius:
-        return u.copy()
-    eigs, Q = np.linalg.eigh(V)
-    uhat = Q.T @ u
-    # θ = (V + νI)⁻¹Vu; in the eigenbasis θ̂ᵢ = eᵢûᵢ/(eᵢ + ν), so ‖θ‖² = Σ (eᵢûᵢ)²/(eᵢ + ν)².
-    weights = (eigs * uhat) ** 2
-    nu = secular_root(weights, eigs, radius * radius, upper=math.inf)
-    return Q @ (eigs * uhat / (eigs + nu))

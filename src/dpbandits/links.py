@@ -77,6 +77,15 @@ def potential(kind: int, z: float) -> float:
 
 
 @jit
+def mean_values(kind: int, z: float) -> tuple[float, float, float]:
+    """(μ(z), μ̇(z), b(z)) at once, Φ(z) and φ(z) evaluated once for probit."""
+    if kind == PROBIT_KIND:
+        cdf, density = ndtr(z), normal_density(z)
+        return cdf, density, z * cdf + density
+    return mean(kind, z), mean_dot(kind, z), potential(kind, z)
+
+
+@jit
 def _apply(which: int, kind: int, z: np.ndarray) -> np.ndarray:
     """mean (0), mean_dot (1) or potential (2) of every entry of the 1-d array z."""
     out = np.empty(z.shape[0])

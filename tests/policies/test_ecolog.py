@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
+from glm_paths import GLM, assert_same_paths
 from scipy.linalg import sqrtm
 from scipy.optimize import minimize_scalar
 from scipy.special import expit
@@ -15,10 +17,13 @@ from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import make_policy
 from dpbandits.policies.ecolog import (
+    PROJECTIONS,
+    bounded_multiplier,
     ecolog_gamma,
     ecolog_iterations,
     ecolog_radius_sq,
     ecolog_step_size,
+    online_step,
 )
 
 
@@ -85,10 +90,13 @@ def test_online_step_matches_literal_spec(projection: str) -> None:
     iters = ecolog_iterations(1.0, n)
     total = 0
     for bar, r in ((False, 1.0), (False, 0.0), (True, 0.0)):
-        before = p.projections
-        got = p._online_step(Q, eigs, np.sqrt(eigs), a, theta_c * 3, r, iters, bar)
+        counts = np.zeros(5, dtype=np.int64)
+        got = np.empty(3)
+        slope, offset = (2.0, -1.0) if bar else (1.0, -r)
+        online_step(Q, eigs, a, theta_c * 3, slope, offset, iters, 1.0, p.step_size,
+                    projection == "exact", counts, got)
         want = reference_online_step(x, r, theta_c * 3, p.V, p.V_inv, 1.0, n, bar)
-        total += p.projections - before
+        total += counts[PROJECTIONS]
         np.testing.assert_allclose(got, want, atol=2e-5 if projection == "exact" else 1e-8)
     assert total > 0  # the projection branch was exercised
 
@@ -129,44 +137,68 @@ def test_logistic_only_and_bad_parameters() -> None:
         make_policy("ECOLog", info, np.random.default_rng(0), lam0=0.0)
 
 
-@pytest.mark.parametrize("S", [1.0, 3.5])  # step size η < 1 and η > 1
-def test_scalar_path_is_bitwise_the_general_loop(S: float, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When no iterate can reach the boundary, the scalar recursion gives exactly the iterate of
-    the general loop, and the test of that condition is never wrong."""
-    info = ProblemInfo("logistic", 3, 4, 100, S, kappa=10.0)
-    g = np.random.default_rng(2)
-    cases, fast = [], 0
-    for _ in range(300):
-        p = make_policy("ECOLog", info, np.random.default_rng(0))
-        B = g.normal(size=(3, 3))
-        V = 10 * np.eye(3) + B @ B.T * g.uniform(0, 50)
-        eigs, Q = np.linalg.eigh(V)
-        x = g.normal(size=3)
-        x *= g.uniform() / np.linalg.norm(x)
-        theta_c = g.normal(size=3)
-        theta_c *= S * g.uniform(0.3, 1.05) / np.linalg.norm(theta_c)
-        r, bar, n = float(g.integers(2)), bool(g.integers(2)), int(g.integers(2, 20000))
-        a = (Q.T @ x) / np.sqrt(eigs)
-        args = (Q, eigs, np.sqrt(eigs), a, theta_c, r, ecolog_iterations(S, n), bar)
-        cases.append((p, args))
-    for p, args in cases:
-        before = p.projections
-        got = p._online_step(*args)
-        fast += p.projections == before and p._inside_throughout(
-            args[1], *_grams(args), args[5], S * S + 1e-3)
-        with monkeypatch.context() as m:
-            m.setattr(type(p), "_inside_throughout", lambda *_: False)
-            general = make_policy("ECOLog", info, np.random.default_rng(0))
-            want = general._online_step(*args)
-        assert got.tobytes() == want.tobytes()
-        if p._inside_throughout(args[1], *_grams(args), args[5], S * S + 1e-3):
-            assert general.projections == 0
-    assert 30 < fast < len(cases)  # both paths were exercised
+def test_bounded_multiplier_is_scipys_bounded_search() -> None:
+    """The reference's multiplier: scipy's minimize_scalar(method="bounded") on
+    h(λ) = λS² + Σ wᵢ/(eᵢ + λ) over [0, 1000], bit for bit."""
+    g = np.random.default_rng(3)
+    for _ in range(200):
+        d = int(g.integers(1, 6))
+        eigs = np.sort(g.uniform(0.05, 20.0, size=d))
+        weights = eigs * (g.normal(size=d) * g.uniform(0.1, 10.0)) ** 2
+        target = float(g.uniform(0.1, 10.0))
+
+        def h(lam, weights=weights, eigs=eigs, target=target):
+            return lam * target + float(np.sum(weights / (eigs + lam)))
+
+        want = minimize_scalar(h, bounds=(0.0, 1000.0), method="bounded",
+                               options={"maxiter": 500}).x
+        assert bounded_multiplier(weights, eigs, target) == want
 
 
-def _grams(args: tuple) -> tuple[float, float, float]:
-    """(G00, G0a, Gaa) of an online step's arguments, as `_online_step` computes them."""
-    Q, eigs, root, a, theta_c = args[:5]
-    z0 = root * (Q.T @ theta_c)
-    inv = 1.0 / eigs
-    return float(z0 @ (inv * z0)), float(z0 @ (inv * a)), float(a @ (inv * a))
+CASES: list[tuple[dict[str, Any], dict[str, Any]]] = [  # (parameters, instance)
+    ({}, GLM),  # no projection
+    ({"lam0": 0.5}, GLM),  # steps that project
+    ({"lam0": 0.05, "ell_projection": "bounded"}, GLM),
+    ({"lam0": 0.05}, {**GLM, "d": 2, "S": 5.0}),  # σ̇(xᵀθ̄) > 2σ̇(xᵀθ) in some rounds
+    ({}, {**GLM, "d": 1, "K": 1}),
+    ({"lam0": 0.5}, {**GLM, "d": 1, "K": 5}),
+]
+
+
+@pytest.mark.parametrize("params,spec", CASES, ids=lambda c: str(c))
+def test_table_rounds_and_select_update_give_the_same_run(params: dict[str, Any],
+                                                          spec: dict[str, Any]) -> None:
+    for trial in (0, 1):
+        run = assert_same_paths("ECOLog", params, {**spec, "horizon": 400}, trial)
+    diagnostics = dict(run["diagnostics"])
+    if params.get("lam0") == 0.5 and spec is GLM:
+        assert float(diagnostics["'projections'"][1]) > 0
+    if spec.get("S") == 5.0:
+        assert float(diagnostics["'sensitivity_violations'"][1]) > 0
+
+
+@pytest.mark.parametrize("nan_compat", [False, True])
+def test_a_negative_radius_is_clamped_or_plays_the_first_arm(nan_compat: bool) -> None:
+    """radius² < 0 (a cumulative-loss term far below zero): clamped, or arm 0 played, on both
+    paths."""
+
+    def low(policy: Any) -> None:
+        policy.cum = -1e4
+
+    run = assert_same_paths("ECOLog", {"nan_compat": nan_compat}, {**GLM, "horizon": 200},
+                            change=low)
+    assert dict(run["diagnostics"])["'clamp_events'"] == ("number", "200.0")
+    assert (set(run["actions"]) == {0}) == nan_compat
+
+
+def test_no_iterations_when_the_precision_is_already_met() -> None:
+    """S·n < 1 makes the iteration count ≤ 0: the online steps leave θ where it is (the
+    reference's `range` of it is empty)."""
+    inst = GLMInstance("logistic", 3, 5, 0.1, 4, seed=7)
+    assert ecolog_iterations(0.1, 2) <= 0
+    p = make_policy("ECOLog", inst.info, np.random.default_rng(0))
+    env = inst.environment(0)
+    a = p.select(0, env.arms(0))
+    p.update(0, env.arms(0)[a], 1.0)
+    np.testing.assert_allclose(p.theta, 0.0, atol=1e-15)
+    assert p.diagnostics()["projections"] == 0

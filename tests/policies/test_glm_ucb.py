@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
+from glm_paths import GLM, assert_same_paths, play
+from scipy.special import ndtr
 
 import dpbandits.policies.glm_ucb as glm_ucb_module
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
-from dpbandits.policies import make_policy
+from dpbandits.policies import get_policy_class, make_policy
 from dpbandits.policies.glm_ucb import glm_ucb_c
 
 
@@ -126,3 +129,56 @@ def test_bad_parameters_rejected() -> None:
     with pytest.raises(ConfigError, match="compat"):
         make_policy("GLM-UCB", linear, rng, solver="compat")
     assert math.isfinite(make_policy("GLM-UCB", linear, rng).rho)
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+@pytest.mark.parametrize("params", [{}, {"sqrt_log_t_for_all": True, "lam0": 0.5},
+                                    {"newton_cap": 0.3}, {"do_projection": True}],
+                         ids=["default", "sqrt_log", "capped", "projection"])
+def test_table_rounds_and_select_update_give_the_same_run(family: str,
+                                                          params: dict[str, Any]) -> None:
+    horizon = 60 if params.get("do_projection") else 300
+    run = assert_same_paths("GLM-UCB", params, {**GLM, "family": family, "horizon": horizon})
+    capped = float(dict(run["diagnostics"])["'norm_cap_events'"][1])
+    assert (capped > 0) == ("newton_cap" in params)
+
+
+@pytest.mark.parametrize("spec", [{**GLM, "d": 1, "K": 1}, {**GLM, "d": 1, "K": 5}],
+                         ids=["d1K1", "d1"])
+def test_table_rounds_at_the_edges(spec: dict[str, Any]) -> None:
+    assert_same_paths("GLM-UCB", {}, {**spec, "horizon": 200})
+
+
+def test_compat_table_rounds_are_the_round_loops() -> None:
+    assert_same_paths("GLM-UCB", {"solver": "compat"}, {**GLM, "family": "probit",
+                                                        "horizon": 60})
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit"])
+def test_newton_rounds_are_compiled(monkeypatch: pytest.MonkeyPatch, family: str) -> None:
+    """Newton's table rounds never go through `select`, those whose fit is capped onto the
+    ball included."""
+    cls = get_policy_class("GLM-UCB")
+    monkeypatch.setattr(cls, "select", lambda *_: pytest.fail("a round through select"))
+    run = play("GLM-UCB", {"newton_cap": 0.3}, {**GLM, "family": family, "horizon": 100}, True)
+    assert float(dict(run["diagnostics"])["'norm_cap_events'"][1]) > 0
+
+
+def test_refits_are_the_maximum_likelihood_estimate() -> None:
+    """After every update θ̂ is the regularised MLE on the data so far (the canonical
+    gradient vanishes to the solver's tolerance)."""
+    inst = GLMInstance("probit", 3, 10, 2.0, 200, seed=5)
+    p = make_policy("GLM-UCB", inst.info, np.random.default_rng(2))
+    env = inst.environment(0)
+    X, r = [], []
+    for t in range(200):
+        a = p.select(t, env.arms(t))
+        reward = env.pull(t, a)[0]
+        p.update(t, env.arms(t)[a], reward)
+        X.append(env.arms(t)[a])
+        r.append(reward)
+        Xa, ra = np.array(X), np.array(r)
+        z = Xa @ p.theta_hat
+        grad = Xa.T @ (ndtr(z) - ra) + 2.0 * p.lam0 * p.theta_hat
+        assert np.abs(grad).max() <= 1e-8 * (t + 1)
+    np.testing.assert_array_equal(p.theta_tilde, p.theta_hat)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
+from glm_paths import GLM, assert_same_paths, play
 
 import dpbandits.policies.rs_glinucb as rs_module
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.glm import logdet
+from dpbandits.glm import log_det_spd
 from dpbandits.instances.glm import GLMInstance
-from dpbandits.policies import make_policy
+from dpbandits.policies import get_policy_class, make_policy
 from dpbandits.policies.rs_glinucb import rs_lambda_t2
 
 
@@ -28,7 +30,7 @@ def run_checked(policy, env, horizon):
 
     def spy(t):
         H_prev = policy.H_cur if policy.aliased else policy.H_prev
-        checks.append((t, logdet(policy.H_cur), logdet(H_prev)))
+        checks.append((t, log_det_spd(policy.H_cur), log_det_spd(H_prev)))
         original(t)
 
     policy._switch = spy
@@ -65,7 +67,7 @@ def test_t2_switch_rule_and_no_aliasing(instance: GLMInstance) -> None:
     assert p.H_prev is not p.H_cur and not np.shares_memory(p.H_prev, p.H_cur)
     assert not p.aliased
     # H_prev is the copy taken at the last switch; H_cur has grown since
-    assert logdet(p.H_cur) > logdet(p.H_prev)
+    assert log_det_spd(p.H_cur) > log_det_spd(p.H_prev)
     events = p.events()
     np.testing.assert_array_equal(events["switch_times"], [t for t, _, _ in checks])
     assert p.diagnostics()["switches"] == len(checks)
@@ -180,18 +182,46 @@ def test_bad_parameters_rejected() -> None:
         make_policy("RS-GLinUCB", info, rng, warmup_rule="theory")
 
 
-@pytest.mark.parametrize("variant", ["T2", "C"])
-def test_cached_log_determinants_change_nothing(instance: GLMInstance, variant: str,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    """ln det H is computed once per change of H; recomputing it every round gives the same run."""
-    env = instance.environment(1)
-    cached = make_policy("RS-GLinUCB", instance.info, np.random.default_rng(3), variant=variant)
-    a = cached.run(env)
-    monkeypatch.setattr(rs_module.RSGLinUCB, "_logdet_h_cur", lambda p: logdet(p.H_cur))
-    monkeypatch.setattr(rs_module.RSGLinUCB, "_logdet_h_prev",
-                        lambda p: logdet(p.H_cur if p.aliased else p.H_prev))
-    fresh = make_policy("RS-GLinUCB", instance.info, np.random.default_rng(3), variant=variant)
-    b = fresh.run(env)
-    assert a.regret.tobytes() == b.regret.tobytes()
-    assert np.array_equal(a.events["switch_times"], b.events["switch_times"])
-    assert len(a.events["switch_times"]) > 0
+CASES: list[dict[str, Any]] = [
+    {},
+    {"variant": "C"},
+    {"variant": "SW"},
+    {"variant": "paper"},
+    {"variant": "C", "running_max_logdet": True},
+    {"solver": "newton", "strict_switch": True, "ucb_centre": "tau"},
+    {"h_prev_init_zero": True, "h_divide_e": False, "c_dbl": 0.1},
+    {"variant": "paper", "warmup_threshold": 0.05, "solver": "newton"},
+]
+
+
+@pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
+@pytest.mark.parametrize("params", CASES, ids=lambda c: str(c))
+def test_table_rounds_and_select_update_give_the_same_run(family: str,
+                                                          params: dict[str, Any]) -> None:
+    if family == "linear":  # its fits: Newton only
+        params = {**params, "solver": "newton"}
+    for trial in (0, 1):
+        assert_same_paths("RS-GLinUCB", params, {**GLM, "family": family, "horizon": 400}, trial)
+
+
+@pytest.mark.parametrize("params", [{}, {"variant": "C"}], ids=["T2", "C"])
+@pytest.mark.parametrize("spec", [{**GLM, "d": 12, "K": 3, "S": 4.0},  # every round warms up
+                                  {**GLM, "d": 1, "K": 1}, {**GLM, "d": 1, "K": 5}],
+                         ids=["warm", "d1K1", "d1"])
+def test_table_rounds_at_the_edges(params: dict[str, Any], spec: dict[str, Any]) -> None:
+    assert_same_paths("RS-GLinUCB", params, {**spec, "horizon": 300})
+
+
+def test_table_rounds_leave_only_warm_ups_and_switches_to_select(monkeypatch) -> None:
+    """The compiled rounds play every round that neither warms up nor switches; `select`
+    plays exactly those that do."""
+    cls = get_policy_class("RS-GLinUCB")
+    selected: list[int] = []
+    select = cls.select
+    monkeypatch.setattr(cls, "select", lambda self, t, arms: selected.append(t) or select(
+        self, t, arms))
+    run = play("RS-GLinUCB", {"variant": "C"}, {**GLM, "horizon": 600}, True)
+    events = {name: np.frombuffer(value[3], dtype=np.int64).tolist()
+              for name, value in ((k.strip("'"), v) for k, v in run["events"])}
+    assert events["warmup_rounds"] and events["switch_times"]
+    assert selected == sorted(events["warmup_rounds"] + events["switch_times"])

@@ -1,11 +1,25 @@
-"""Parameter checks shared by the non-private GLM baselines (one-line ConfigErrors)."""
+"""What the non-private GLM baselines share: parameter checks (one-line ConfigErrors), the
+optimistic index kernel and the round loop of the rounds they play in Python."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+import numpy as np
+
+from dpbandits.contract import OutcomeTables
 from dpbandits.errors import ConfigError
+from dpbandits.glm import quad_form
+from dpbandits.jit import jit
+from dpbandits.linalg import dot
+from dpbandits.links import mean
 from dpbandits.params import number
+from dpbandits.policies.tables import pull
+
+if TYPE_CHECKING:
+    from dpbandits.policies.base import Policy
 
 DEFAULT_DELTA = 0.02
 
@@ -20,3 +34,46 @@ def confidence_delta(delta: float | None) -> float:
 
 
 NEWTON_CAP = number("newton_cap", 10.0, "Newton iterates are kept in ‖θ‖ ≤ newton_cap·S", gt=0)
+
+
+@jit
+def first_argmax(scores: np.ndarray) -> int:
+    """numpy's argmax: the first NaN, else the first largest entry."""
+    best, index = scores[0], 0
+    if best != best:
+        return 0
+    for i in range(1, scores.shape[0]):
+        s = scores[i]
+        if s != s:
+            return i
+        if s > best:
+            best, index = s, i
+    return index
+
+
+@jit
+def optimistic_index(arms: np.ndarray, centre: np.ndarray, V_inv: np.ndarray, width: float,
+                     kind: int) -> int:
+    """First argmax over the rows x of `arms` of μ(xᵀθ) + width·‖x‖_{V⁻¹} (the link `kind`;
+    the linear kind scores xᵀθ itself)."""
+    scores = np.empty(arms.shape[0])
+    for k in range(arms.shape[0]):
+        x = arms[k]
+        scores[k] = mean(kind, dot(x, centre)) + width * math.sqrt(quad_form(x, V_inv))
+    return first_argmax(scores)
+
+
+def play_rounds(policy: Policy, tables: OutcomeTables,
+                stretch: Callable[[OutcomeTables, int], int] | None = None) -> None:
+    """Every round of the tables: from round t, `stretch(tables, t)` plays compiled rounds and
+    returns the next one to play, which `select`, the pull and `update` then play; without a
+    stretch, every round so."""
+    t, horizon = 0, len(tables.chosen)
+    while t < horizon:
+        if stretch is not None:
+            t = stretch(tables, t)
+        if t < horizon:
+            arms = tables.arms[t]
+            i = int(policy.select(t, arms))
+            policy.update(t, arms[i], pull(tables, t, i))
+            t += 1

@@ -11,22 +11,28 @@ from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import (
     SOLVERS,
+    FitArrays,
     GrowingNewton,
     SolverStats,
+    add_row,
     compat_mle,
-    compiled_fit_code,
-    quad_forms,
+    newton_fit,
     sherman_morrison,
 )
-from dpbandits.links import LINK_KINDS, compiled_mean, get_link
+from dpbandits.jit import jit
+from dpbandits.linalg import add_outer
+from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, number
-from dpbandits.policies import _glm_rounds
 from dpbandits.policies._glm_common import (
     NEWTON_CAP,
     confidence_delta,
+    optimistic_index,
+    play_rounds,
 )
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import play_stretches
+from dpbandits.policies.tables import pull
+
+NEWTON_TOL, NEWTON_MAX_ITER = 1e-8, 50
 
 
 def glm_ucb_c(lam0: float) -> float:
@@ -42,6 +48,51 @@ def glm_ucb_rho(
         2.0 * sup_dot * glm_ucb_c(lam0) * R * kappa
         * math.sqrt(2.0 * d * math.log(2.0 * d * horizon / delta))
     )
+
+
+@jit
+def glm_ucb_arm(arms: np.ndarray, theta_tilde: np.ndarray, V_inv: np.ndarray, rho: float,
+                log_bonus: bool, t: int, kind: int) -> int:
+    """GLM-UCB (Filippi et al. 2010, Alg. 1): first argmax of μ(xᵀθ̃) + ρ·s_t·‖x‖_{V⁻¹}, with
+    s_t = √(ln t) (the authors' code: probit only) or 1."""
+    scale = rho * math.sqrt(math.log(t)) if log_bonus else rho
+    return optimistic_index(arms, theta_tilde, V_inv, scale, kind)
+
+
+@jit
+def glm_ucb_observe(V: np.ndarray, V_inv: np.ndarray, fit: FitArrays, x: np.ndarray,
+                    r: float) -> None:
+    """(x, r) added to the data; V ← V + xxᵀ and V⁻¹ by Sherman–Morrison."""
+    add_row(fit, x, r)
+    add_outer(V, x, 1.0)
+    sherman_morrison(V_inv, x, 1.0)
+
+
+@jit
+def glm_ucb_update(V: np.ndarray, V_inv: np.ndarray, fit: FitArrays, theta_hat: np.ndarray,
+                   x: np.ndarray, r: float, kind: int, lam: float, cap: float, tol: float,
+                   max_iter: int, counts: np.ndarray) -> None:
+    """`glm_ucb_observe`, then θ̂ refitted in place on all the data by Newton, warm-started at
+    the previous θ̂ (its result used even when the fit fails, as the authors' code does)."""
+    glm_ucb_observe(V, V_inv, fit, x, r)
+    newton_fit(fit, theta_hat, kind, lam, cap, tol, max_iter, counts)
+
+
+@jit
+def glm_ucb_rounds(tables: OutcomeTables, V: np.ndarray, V_inv: np.ndarray, fit: FitArrays,
+                   theta_hat: np.ndarray, theta_tilde: np.ndarray, kind: int, lam: float,
+                   cap: float, tol: float, max_iter: int, rho: float, log_bonus: bool, t: int,
+                   counts: np.ndarray) -> int:
+    """Every round of GLM-UCB by Newton on pre-drawn tables (θ̃ = θ̂ after each update); the
+    clock t after them."""
+    for s in range(tables.arms.shape[0]):
+        i = glm_ucb_arm(tables.arms[s], theta_tilde, V_inv, rho, log_bonus, t, kind)
+        glm_ucb_update(V, V_inv, fit, theta_hat, tables.arms[s, i], pull(tables, s, i), kind,
+                       lam, cap, tol, max_iter, counts)
+        t += 1
+        for j in range(theta_hat.shape[0]):
+            theta_tilde[j] = theta_hat[j]
+    return t
 
 
 class GLMUCB(Policy):
@@ -62,6 +113,8 @@ class GLMUCB(Policy):
 
     name: ClassVar[str] = "GLM-UCB"
     plays_tables: ClassVar[bool] = True
+    decision_rule = staticmethod(glm_ucb_arm)
+    update_rule = staticmethod(glm_ucb_update)
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         choice("solver", "newton", "MLE solver: damped Newton or the authors' L-BFGS-B "
@@ -95,12 +148,13 @@ class GLMUCB(Policy):
             self.link.sup_dot, self.lam0, problem.R, problem.kappa, d, problem.horizon,
             self.conf_delta,
         )
-        self.log_bonus = self.sqrt_log_all or problem.family == "probit"
+        self.log_bonus = bool(self.sqrt_log_all or problem.family == "probit")
         self.V = self.lam0 * np.eye(d)
         self.V_inv = np.eye(d) / self.lam0
         self.stats = SolverStats()
         self.data = GrowingNewton(
-            d, problem.horizon, self.link, self.lam0, cap=cap_factor * problem.S, stats=self.stats
+            d, problem.horizon, self.link, self.lam0, cap=cap_factor * problem.S,
+            tol=NEWTON_TOL, max_iter=NEWTON_MAX_ITER, stats=self.stats,
         )
         self.theta_hat = rng.normal(0.0, 1.0, d)
         self.theta_tilde = rng.normal(0.0, 1.0, d)
@@ -109,62 +163,41 @@ class GLMUCB(Policy):
 
     def select(self, t: int, arms: np.ndarray) -> int:
         """First argmax of μ(xᵀθ̃) + ρ·s_t·‖x‖_{V⁻¹}."""
-        scale = self.rho * (math.sqrt(math.log(self.t)) if self.log_bonus else 1.0)
-        ucb = self.link.mean(arms @ self.theta_tilde) + scale * np.sqrt(
-            quad_forms(arms, self.V_inv)
-        )
-        return int(ucb.argmax())
+        return glm_ucb_arm(arms, self.theta_tilde, self.V_inv, self.rho, self.log_bonus, self.t,
+                           self.link.kind)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        """Newton's rounds without the projection step in one compiled call
-        (`_glm_rounds.glm_ucb` on `_newton`'s fit, the bits of `select` and `update`:
-        tests/policies/test_ridge_rounds.py); the other solvers, the projection and the links
-        `_newton` does not fit, round by round."""
-        data, horizon = self.data, len(tables.chosen)
-        if (self.solver != "newton" or self.do_projection or compiled_fit_code(self.link) is None
-                or not compiled_mean(self.link) or len(data.X) < data.n + horizon):
-            play_stretches(self, tables, None)
+        """Newton's rounds without the projection step in one compiled call; the compat
+        solver's and the projection's round by round."""
+        if self.solver != "newton" or self.do_projection:
+            play_rounds(self, tables)
             return
-        tilde = np.array(self.theta_tilde, dtype=float)
-        theta = np.array(self.theta_hat, dtype=float)
-        last = np.zeros(self.d) if data._theta is None else data._theta.copy()
-        buffers = data._buffers
-        _, data.n, data._known, self.t, failures, capped, iterations, swapped = (
-            _glm_rounds.glm_ucb(
-                tables, 0, horizon, self.V, self.V_inv, tilde, theta, last, data.X, data.r, data.n,
-                data._known, buffers.cur, buffers.trial, buffers.weighted, buffers.resid,
-                LINK_KINDS[self.link.name], self.link.mean, data.lam, data.cap,
-                data.tol, data.max_iter, self.rho, self.log_bonus, self.t))
-        if horizon:
-            data._theta = last
-            self.theta_hat = self.theta_tilde = theta  # one object, as `update` leaves them
-        if swapped:
-            buffers.cur, buffers.trial = buffers.trial, buffers.cur
-        self.stats.fits += horizon
-        self.stats.failures += failures
-        self.stats.capped += capped
-        self.stats.iterations += iterations
+        data = self.data
+        data.reserve(len(tables.chosen))
+        self.t = glm_ucb_rounds(tables, self.V, self.V_inv, data.arrays, self.theta_hat,
+                                self.theta_tilde, self.link.kind, data.lam, data.cap, data.tol,
+                                data.max_iter, self.rho, self.log_bonus, self.t,
+                                self.stats.counts)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Add (x, r), rank-one update of V and V⁻¹, refit θ̂ warm-started."""
-        self.data.add(x, r)
-        self.V += x[:, None] * x
-        sherman_morrison(self.V_inv, x)
+        data = self.data
+        data.reserve(1)
         if self.solver == "newton":
-            theta, _ = self.data.solve(self.theta_hat)
+            glm_ucb_update(self.V, self.V_inv, data.arrays, self.theta_hat, x, r,
+                           self.link.kind, data.lam, data.cap, data.tol, data.max_iter,
+                           self.stats.counts)
         else:
-            n = self.data.n
-            theta, _ = compat_mle(
-                self.data.X[:n], self.data.r[:n], self.link, self.lam0, self.theta_hat,
-                stats=self.stats,
-            )
-        self.theta_hat = theta
+            glm_ucb_observe(self.V, self.V_inv, data.arrays, x, r)
+            n = data.n
+            self.theta_hat, _ = compat_mle(data.X[:n], data.r[:n], self.link, self.lam0,
+                                           self.theta_hat, stats=self.stats)
         self.t += 1
-        if self.do_projection and self.data.n > 2 and np.linalg.norm(theta) <= self.problem.S:
+        if self.do_projection and data.n > 2 and np.linalg.norm(self.theta_hat) <= self.problem.S:
             self.theta_tilde = self._project()
             self.projections += 1
         else:
-            self.theta_tilde = self.theta_hat
+            self.theta_tilde = self.theta_hat.copy()
 
     def _project(self) -> np.ndarray:
         """θ̃ = argmin_{‖θ‖≤S} ‖g(θ) − g(θ̂)‖_{V⁻¹}, g(θ) = Σ μ(xᵀθ)x + (λ₀/κ)θ."""

@@ -8,13 +8,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandits.contract import OutcomeTables, ProblemInfo
-from dpbandits.glm import project_ball_metric, quad_forms, sherman_morrison
-from dpbandits.links import LINK_KINDS, compiled_mean, compiled_mean_ufunc, get_link
+from dpbandits.glm import project_ball_metric_into, sherman_morrison
+from dpbandits.jit import jit
+from dpbandits.linalg import add_outer, dot
+from dpbandits.links import LINEAR_KIND, get_link, mean
 from dpbandits.params import Declaration, boolean, number
-from dpbandits.policies import _glm_rounds
-from dpbandits.policies._glm_common import confidence_delta
+from dpbandits.policies._glm_common import confidence_delta, optimistic_index
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import play_stretches
+from dpbandits.policies.tables import pull
 
 
 def gloc_b0(c_mu: float, S: float, lam0: float) -> float:
@@ -30,8 +31,7 @@ def gloc_radius_sq(B: float, c_mu: float, scale: float, delta: float, paper: boo
     1 + (4/c)B + 8(R²/c²)·ln((2/δ)·sqrt(1 + 2B/c + 4R⁴/(c⁴δ²))); the two agree for R = 1.
     """
     a, tail = gloc_radius_constants(c_mu, scale, delta, paper)
-    inner = (2.0 / delta) * math.sqrt(1.0 + 2.0 * B / c_mu + tail)
-    return 1.0 + (4.0 / c_mu) * B + 8.0 * a * math.log(inner)
+    return radius_sq(B, c_mu, delta, a, tail)
 
 
 def gloc_radius_constants(c_mu: float, scale: float, delta: float, paper: bool
@@ -41,6 +41,71 @@ def gloc_radius_constants(c_mu: float, scale: float, delta: float, paper: bool
     if paper:
         return scale * scale / (c_mu * c_mu), 4.0 * scale**4 / (c_mu**4 * delta * delta)
     return (scale * scale / c_mu) ** 2, 4.0 * (scale * scale / c_mu) ** 4 / (delta * delta)
+
+
+@jit
+def radius_sq(B: float, c_mu: float, delta: float, a: float, tail: float) -> float:
+    """1 + (4/c)B + 8a·ln((2/δ)·sqrt(1 + 2B/c + tail)) (Jun et al. 2017, Thm. 1)."""
+    inner = (2.0 / delta) * math.sqrt(1.0 + 2.0 * B / c_mu + tail)
+    return 1.0 + (4.0 / c_mu) * B + 8.0 * a * math.log(inner)
+
+
+@jit
+def gloc_arm(arms: np.ndarray, theta: np.ndarray, z: np.ndarray, V_inv: np.ndarray, B: float,
+             c_mu: float, delta: float, a: float, tail: float, kind: int, paper: bool) -> int:
+    """GLOC (Jun et al. 2017, Alg. 1): first argmax of μ(xᵀθ) + radius·‖x‖_{V⁻¹} on the ONS
+    iterate θ (the authors' code), or of xᵀθ̂ + radius·‖x‖_{V⁻¹}, θ̂ = V⁻¹z (the paper)."""
+    width = math.sqrt(radius_sq(B, c_mu, delta, a, tail))
+    centre, centre_kind = theta, kind
+    if paper:
+        centre = np.empty(z.shape[0])
+        for i in range(z.shape[0]):
+            centre[i] = dot(V_inv[i], z)
+        centre_kind = LINEAR_KIND
+    return optimistic_index(arms, centre, V_inv, width, centre_kind)
+
+
+@jit
+def gloc_update(V: np.ndarray, V_inv: np.ndarray, theta: np.ndarray, z: np.ndarray,
+                B: np.ndarray, x: np.ndarray, r: float, kind: int, c_mu: float, S: float,
+                paper: bool) -> None:
+    """GLOC's update in the authors' order: V⁻¹, V, B += ‖g‖²_{V⁻¹}/(2c_μ), z += (xᵀθ)x and
+    the online Newton step u = θ − V⁻¹g/c_μ, g = (μ(xᵀθ) − r)x, normalised onto the sphere
+    ‖θ‖ = S (the authors' code) or projected onto {‖θ‖ ≤ S} in the V-norm (the paper)."""
+    d = x.shape[0]
+    sherman_morrison(V_inv, x, 1.0)
+    add_outer(V, x, 1.0)
+    xtheta = dot(x, theta)
+    residual = mean(kind, xtheta) - r
+    g = np.empty(d)
+    for i in range(d):
+        g[i] = residual * x[i]
+    step = np.empty(d)
+    for i in range(d):
+        step[i] = dot(V_inv[i], g)
+    B[0] += (0.5 / c_mu) * dot(g, step)
+    u = np.empty(d)
+    for i in range(d):
+        z[i] += xtheta * x[i]
+        u[i] = theta[i] - step[i] / c_mu
+    if paper:
+        project_ball_metric_into(u, V, S, theta)
+        return
+    norm = math.sqrt(dot(u, u))
+    if norm > 0.0:
+        for i in range(d):
+            theta[i] = S * u[i] / norm
+
+
+@jit
+def gloc_rounds(tables: OutcomeTables, V: np.ndarray, V_inv: np.ndarray, theta: np.ndarray,
+                z: np.ndarray, B: np.ndarray, kind: int, c_mu: float, delta: float, a: float,
+                tail: float, S: float, paper: bool) -> None:
+    """Every round of GLOC on pre-drawn tables."""
+    for t in range(tables.arms.shape[0]):
+        i = gloc_arm(tables.arms[t], theta, z, V_inv, B[0], c_mu, delta, a, tail, kind, paper)
+        gloc_update(V, V_inv, theta, z, B, tables.arms[t, i], pull(tables, t, i), kind, c_mu,
+                    S, paper)
 
 
 class GLOC(Policy):
@@ -55,6 +120,8 @@ class GLOC(Policy):
 
     name: ClassVar[str] = "GLOC"
     plays_tables: ClassVar[bool] = True
+    decision_rule = staticmethod(gloc_arm)
+    update_rule = staticmethod(gloc_update)
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         boolean("paper_faithful", False, "the paper's GLOC (θ̂ centre, V-norm projection) "
@@ -64,7 +131,7 @@ class GLOC(Policy):
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
-        self.paper = self.params["paper_faithful"]
+        self.paper = bool(self.params["paper_faithful"])
         lam0 = None if self.params["lam0"] is None else float(self.params["lam0"])
         d = problem.d
         self.link = get_link(problem.family)
@@ -72,66 +139,39 @@ class GLOC(Policy):
         self.c_mu = 1.0 / problem.kappa
         self.conf_delta = confidence_delta(self.delta)
         self.scale = problem.R if self.paper else self.link.sup_dot
-        self.S = problem.S
+        self.a, self.tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta,
+                                                  self.paper)
+        self.S = float(problem.S)
         self.V = self.lam0 * np.eye(d)
         self.V_inv = np.eye(d) / self.lam0
         self.theta = np.zeros(d)
         self.z = np.zeros(d)
-        self._theta_hat: np.ndarray | None = np.zeros(d)
-        self.B = gloc_b0(self.c_mu, self.S, self.lam0)
+        self._B = np.array([gloc_b0(self.c_mu, self.S, self.lam0)])
+
+    @property
+    def B(self) -> float:
+        """The running sum B of Jun et al.'s confidence radius."""
+        return float(self._B[0])
 
     @property
     def theta_hat(self) -> np.ndarray:
-        """θ̂ = V⁻¹z (Jun et al. 2017), the centre of the paper's confidence set, on demand."""
-        if self._theta_hat is None:
-            self._theta_hat = self.V_inv @ self.z
-        return self._theta_hat
-
-    @theta_hat.setter
-    def theta_hat(self, value: np.ndarray) -> None:
-        self._theta_hat = value
+        """θ̂ = V⁻¹z (Jun et al. 2017), the centre of the paper's confidence set."""
+        return self.V_inv @ self.z
 
     def radius(self) -> float:
-        return math.sqrt(gloc_radius_sq(self.B, self.c_mu, self.scale, self.conf_delta, self.paper))
+        return math.sqrt(radius_sq(self.B, self.c_mu, self.conf_delta, self.a, self.tail))
 
     def select(self, t: int, arms: np.ndarray) -> int:
         """First argmax of the optimistic index."""
-        bonus = self.radius() * np.sqrt(quad_forms(arms, self.V_inv))
-        if self.paper:
-            return int((arms @ self.theta_hat + bonus).argmax())
-        return int((self.link.mean(arms @ self.theta) + bonus).argmax())
+        return gloc_arm(arms, self.theta, self.z, self.V_inv, self.B, self.c_mu,
+                        self.conf_delta, self.a, self.tail, self.link.kind, self.paper)
 
     def play_table(self, tables: OutcomeTables) -> None:
-        """The reference code's rounds in one compiled call (`_glm_rounds.gloc`, the bits of
-        `select` and `update`: tests/policies/test_ridge_rounds.py); the paper's, with its
-        projection in the V-norm, and a mean the compiled rounds do not compute, round by
-        round."""
-        horizon = len(tables.chosen)
-        if self.paper or not compiled_mean(self.link):
-            play_stretches(self, tables, None)
-            return
-        if horizon == 0:
-            return
-        a, tail = gloc_radius_constants(self.c_mu, self.scale, self.conf_delta, False)
-        _, self.B = _glm_rounds.gloc(
-            tables, 0, horizon, self.V, self.V_inv, self.theta, self.z,
-            LINK_KINDS[self.link.name], compiled_mean_ufunc(self.link), self.c_mu,
-            self.conf_delta, a, tail, self.S, self.B)
-        self._theta_hat = None
+        """Every round in one compiled call."""
+        gloc_rounds(tables, self.V, self.V_inv, self.theta, self.z, self._B, self.link.kind,
+                    self.c_mu, self.conf_delta, self.a, self.tail, self.S, self.paper)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        """V⁻¹, V, B, z and the ONS step, in the reference code's order (θ̂ = V⁻¹z on demand)."""
-        sherman_morrison(self.V_inv, x)
-        self.V += x[:, None] * x
-        xtheta = float(x @ self.theta)
-        g = (float(self.link.mean(np.array(xtheta))) - r) * x
-        self.B += (0.5 / self.c_mu) * float(g @ self.V_inv @ g)
-        self.z += xtheta * x
-        self._theta_hat = None
-        u = self.theta - (self.V_inv @ g) / self.c_mu
-        if self.paper:
-            self.theta = project_ball_metric(u, self.V, self.S)
-            return
-        norm = math.sqrt(float(u @ u))
-        if norm > 0.0:
-            self.theta = self.S * u / norm
+        """V⁻¹, V, B, z and the ONS step, in the reference code's order."""
+        gloc_update(self.V, self.V_inv, self.theta, self.z, self._B, x, r, self.link.kind,
+                    self.c_mu, self.S, self.paper)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -11,19 +11,27 @@ from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.glm import (
     SOLVERS,
+    FitArrays,
     GrowingNewton,
     SolverStats,
+    add_row,
     compat_mle,
-    logdet,
-    quad_forms,
+    log_det_spd,
+    quad_form,
     sherman_morrison,
 )
-from dpbandits.links import LINK_KINDS, compiled_dot, expit, get_link
+from dpbandits.jit import jit
+from dpbandits.linalg import add_outer, dot
+from dpbandits.links import get_link, mean_dot
 from dpbandits.params import Declaration, boolean, choice, number
-from dpbandits.policies import _glm_rounds
-from dpbandits.policies._glm_common import NEWTON_CAP, confidence_delta
+from dpbandits.policies._glm_common import (
+    NEWTON_CAP,
+    confidence_delta,
+    first_argmax,
+    play_rounds,
+)
 from dpbandits.policies.base import Policy
-from dpbandits.policies.ridge_rounds import play_stretches
+from dpbandits.policies.tables import pull
 
 VARIANTS = ("T2", "C", "SW", "paper")
 
@@ -69,6 +77,140 @@ def rs_warmup_threshold(kappa: float, R: float, S: float, d: int) -> float:
     return 1.0 / (0.01 * kappa * R**4 * S**2 * d)
 
 
+MAX_CUR, MAX_PREV, LOGDET_PREV = 0, 1, 2  # entries of `RSState.logs`
+
+
+class RSState(NamedTuple):
+    """What RS-GLinUCB's rounds read and write: V and V⁻¹ (warm-up design), H_cur, H_prev and
+    their inverses, θ_w and θ_τ, `aliased` (int64 [1]: after a switch H_prev *is* H_cur) and
+    `logs` (running maxima of ln det H_cur and ln det H_prev, and ln det H_prev)."""
+
+    V: np.ndarray
+    V_inv: np.ndarray
+    H_cur: np.ndarray
+    H_cur_inv: np.ndarray
+    H_prev: np.ndarray
+    H_prev_inv: np.ndarray
+    theta_w: np.ndarray
+    theta_tau: np.ndarray
+    aliased: np.ndarray
+    logs: np.ndarray
+
+
+class RSConfig(NamedTuple):
+    """RS-GLinUCB's constants and the variant's switches (docs/glm.md, "RS-GLinUCB")."""
+
+    kind: int
+    thr_w: float
+    width: float
+    beta: float
+    c_dbl: float
+    log_dbl: float
+    exact_V_update: bool
+    mean_centre: bool
+    det_switch: bool
+    running_max: bool
+    strict: bool
+    h_divide_e: bool
+
+
+@jit
+def warmup_index(arms: np.ndarray, V_inv: np.ndarray, thr_w: float) -> int:
+    """Criterion I: the first arm of largest ‖x‖²_{V⁻¹} when one exceeds thr_w, else −1."""
+    m = np.empty(arms.shape[0])
+    due = False
+    for k in range(arms.shape[0]):
+        m[k] = quad_form(arms[k], V_inv)
+        due = due or m[k] > thr_w
+    return first_argmax(m) if due else -1
+
+
+@jit
+def rs_glinucb_arm(arms: np.ndarray, state: RSState, cfg: RSConfig) -> int:
+    """RS-GLinUCB (Sawarni et al. 2024, Alg. 2, the authors' code): a warm-up round
+    (Criterion I) plays its arm x and adds w·xxᵀ to V (w = 1/(1 + ‖x‖²_{V⁻¹}), or 1); else
+    the arms with xᵀθ_w + γ√κ‖x‖_{V⁻¹} ≥ max(xᵀθ_w − γ√κ‖x‖_{V⁻¹}) are kept and the first
+    argmax of xᵀθ_c + β‖x‖_{H_prev⁻¹} among them played, θ_c = (θ_w + θ_τ)/2 or θ_τ."""
+    a = warmup_index(arms, state.V_inv, cfg.thr_w)
+    if a >= 0:
+        x = arms[a]
+        m = quad_form(x, state.V_inv)
+        w = 1.0 if cfg.exact_V_update else 1.0 / (1.0 + m)
+        add_outer(state.V, x, w)
+        sherman_morrison(state.V_inv, x, w)
+        return a
+    K, d = arms.shape
+    centre = np.empty(d)
+    for j in range(d):
+        centre[j] = (0.5 * (state.theta_w[j] + state.theta_tau[j]) if cfg.mean_centre
+                     else state.theta_tau[j])
+    prev_inv = state.H_cur_inv if state.aliased[0] else state.H_prev_inv
+    c = np.empty(K)
+    w = np.empty(K)
+    low = -np.inf
+    for k in range(K):
+        c[k] = dot(arms[k], state.theta_w)
+        w[k] = cfg.width * math.sqrt(quad_form(arms[k], state.V_inv))
+        lo = c[k] - w[k]
+        if lo != lo or low != low:
+            low = math.nan
+        elif lo > low:
+            low = lo
+    index = np.empty(K)
+    for k in range(K):
+        if c[k] + w[k] >= low:
+            index[k] = dot(arms[k], centre) + cfg.beta * math.sqrt(quad_form(arms[k], prev_inv))
+        else:
+            index[k] = -np.inf
+    return first_argmax(index)
+
+
+@jit
+def rs_switch_due(state: RSState, cfg: RSConfig) -> bool:
+    """Criterion II: det H_cur ≥ (1 + c)·det H_prev, as determinants, running maxima of the
+    log-determinants or log-determinants (> instead of ≥ when `strict`)."""
+    aliased = state.aliased[0] != 0
+    if cfg.det_switch:
+        lhs = math.exp(log_det_spd(state.H_cur))
+        rhs = (1.0 + cfg.c_dbl) * math.exp(log_det_spd(state.H_cur if aliased else state.H_prev))
+    elif cfg.running_max:
+        lhs, rhs = state.logs[MAX_CUR], cfg.log_dbl + state.logs[MAX_PREV]
+    else:
+        lhs = log_det_spd(state.H_cur)
+        rhs = cfg.log_dbl + (lhs if aliased else state.logs[LOGDET_PREV])
+    return lhs > rhs if cfg.strict else lhs >= rhs
+
+
+@jit
+def rs_glinucb_update(fit: FitArrays, state: RSState, cfg: RSConfig, x: np.ndarray,
+                      r: float) -> None:
+    """A round that did not warm up: (x, r) into the data of θ_τ, H_cur += w·xxᵀ with
+    w = μ̇(xᵀθ_w) (/e), and H_cur⁻¹ by Sherman–Morrison; with running maxima, that of
+    ln det H_cur."""
+    add_row(fit, x, r)
+    s = mean_dot(cfg.kind, dot(x, state.theta_w))
+    weight = s / math.e if cfg.h_divide_e else s
+    add_outer(state.H_cur, x, weight)
+    sherman_morrison(state.H_cur_inv, x, weight)
+    if cfg.running_max:
+        state.logs[MAX_CUR] = max(state.logs[MAX_CUR], log_det_spd(state.H_cur))
+
+
+@jit
+def rs_glinucb_rounds(tables: OutcomeTables, t: int, fit: FitArrays, state: RSState,
+                      cfg: RSConfig) -> int:
+    """Rounds t, t + 1, … on pre-drawn tables up to one that warms up or switches (whose fits
+    the policy makes) or finds θ_τ's data full; that round."""
+    for s in range(t, tables.arms.shape[0]):
+        arms = tables.arms[s]
+        if (warmup_index(arms, state.V_inv, cfg.thr_w) >= 0 or rs_switch_due(state, cfg)
+                or fit.state[0] == fit.X.shape[0]):
+            return s
+        i = rs_glinucb_arm(arms, state, cfg)
+        rs_glinucb_update(fit, state, cfg, arms[i], pull(tables, s, i))
+    return tables.arms.shape[0]
+
+
 class RSGLinUCB(Policy):
     """RS-GLinUCB with warm-up (Criterion I), elimination and determinant-doubling switches.
 
@@ -87,6 +229,8 @@ class RSGLinUCB(Policy):
 
     name: ClassVar[str] = "RS-GLinUCB"
     plays_tables: ClassVar[bool] = True
+    decision_rule = staticmethod(rs_glinucb_arm)
+    update_rule = staticmethod(rs_glinucb_update)
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit", "linear")
     parameters: ClassVar[Declaration] = (
         choice("variant", "T2", "settings of one code state (docs/glm.md, RS-GLinUCB)",
@@ -122,6 +266,7 @@ class RSGLinUCB(Policy):
         NEWTON_CAP,
     )
 
+
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
         self._configure()
@@ -133,30 +278,24 @@ class RSGLinUCB(Policy):
                 "allowed: newton"
             )
         lam = self.lam
-        self.V = lam * np.eye(d)
-        self.V_inv = np.eye(d) / lam
-        self.H_cur = lam * np.eye(d)
-        self.H_cur_inv = np.eye(d) / lam
         if self.h_prev_init_zero:
-            self.H_prev = np.zeros((d, d))
-            self.H_prev_inv = np.full((d, d), np.nan)
+            H_prev, H_prev_inv = np.zeros((d, d)), np.full((d, d), np.nan)
         else:
-            self.H_prev = lam * np.eye(d)
-            self.H_prev_inv = np.eye(d) / lam
-        self.aliased = False
-        self.max_logdet_cur = logdet(self.H_cur)
-        self.max_logdet_prev = logdet(self.H_prev)
-        # ln det of H_cur and of H_prev as last computed; None once the matrix has changed
-        self._logdet_cur: float | None = None
-        self._logdet_prev: float | None = None
-        self._log_dbl = math.log(1.0 + self.c_dbl)
-        self.theta_w = np.zeros(d)
-        self.theta_tau = np.zeros(d)
+            H_prev, H_prev_inv = lam * np.eye(d), np.eye(d) / lam
+        H_cur = lam * np.eye(d)
+        logs = np.array([log_det_spd(H_cur), log_det_spd(H_prev), log_det_spd(H_prev)])
+        self.state = RSState(lam * np.eye(d), np.eye(d) / lam, H_cur, np.eye(d) / lam, H_prev,
+                             H_prev_inv, np.zeros(d), np.zeros(d), np.zeros(1, dtype=np.int64),
+                             logs)
+        self.cfg = RSConfig(self.link.kind, float(self.thr_w), float(self.width),
+                            float(self.beta), float(self.c_dbl), math.log(1.0 + self.c_dbl),
+                            bool(self.exact_V_update), self.ucb_centre == "mean",
+                            bool(self.det_switch), bool(self.running_max_logdet),
+                            bool(self.strict_switch), bool(self.h_divide_e))
         self.stats = SolverStats()
-        horizon = problem.horizon
         self.Z_w = GrowingNewton(d, 16, self.link, self.lambda_fit, cap=self.cap, stats=self.stats)
         self.Z_tau = GrowingNewton(
-            d, horizon, self.link, self.lambda_fit, cap=self.cap, stats=self.stats
+            d, problem.horizon, self.link, self.lambda_fit, cap=self.cap, stats=self.stats
         )
         self.warmup_flag = False
         self.warmup_rounds: list[int] = []
@@ -204,35 +343,46 @@ class RSGLinUCB(Policy):
         self.thr_w = thr
         self.width = self.gamma * math.sqrt(kappa)
 
-    # -- helpers -----------------------------------------------------------------------------
+    # -- the state, by name --------------------------------------------------------------------
 
-    def _prev_inv(self) -> np.ndarray:
-        return self.H_cur_inv if self.aliased else self.H_prev_inv
+    V = property(lambda self: self.state.V)
+    V_inv = property(lambda self: self.state.V_inv)
+    H_cur = property(lambda self: self.state.H_cur)
+    H_cur_inv = property(lambda self: self.state.H_cur_inv)
+    H_prev = property(lambda self: self.state.H_prev)
+    H_prev_inv = property(lambda self: self.state.H_prev_inv)
+    theta_w = property(lambda self: self.state.theta_w)
+    theta_tau = property(lambda self: self.state.theta_tau)
 
-    def _logdet_h_cur(self) -> float:
-        """ln det H_cur, computed once per change of H_cur."""
-        if self._logdet_cur is None:
-            self._logdet_cur = logdet(self.H_cur)
-        return self._logdet_cur
+    @property
+    def aliased(self) -> bool:
+        """Whether H_prev is H_cur (after a switch with `alias_bug`)."""
+        return bool(self.state.aliased[0])
 
-    def _logdet_h_prev(self) -> float:
-        """ln det H_prev (H_cur when aliased), computed once per change of the matrix."""
-        if self.aliased:
-            return self._logdet_h_cur()
-        if self._logdet_prev is None:
-            self._logdet_prev = logdet(self.H_prev)
-        return self._logdet_prev
+    # -- policy ------------------------------------------------------------------------------
 
-    def _switch_due(self) -> bool:
-        """Criterion II: det(H_cur) ≥ (1 + c)·det(H_prev), in the variant's form."""
-        H_prev = self.H_cur if self.aliased else self.H_prev
-        if self.det_switch:
-            lhs, rhs = np.linalg.det(self.H_cur), (1.0 + self.c_dbl) * np.linalg.det(H_prev)
-        elif self.running_max_logdet:
-            lhs, rhs = self.max_logdet_cur, self._log_dbl + self.max_logdet_prev
-        else:
-            lhs, rhs = self._logdet_h_cur(), self._log_dbl + self._logdet_h_prev()
-        return bool(lhs > rhs) if self.strict_switch else bool(lhs >= rhs)
+    def select(self, t: int, arms: np.ndarray) -> int:
+        """Warm-up, switch check with θ_τ refit, elimination, optimistic choice."""
+        self.warmup_flag = warmup_index(arms, self.state.V_inv, self.thr_w) >= 0
+        if self.warmup_flag:
+            self.warmup_rounds.append(t)
+        elif rs_switch_due(self.state, self.cfg):
+            self._switch(t)
+        return rs_glinucb_arm(arms, self.state, self.cfg)
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Stretches of rounds that neither warm up nor switch in one compiled call each; the
+        rounds that do (and make fits) through `select` and `update`."""
+        self.Z_tau.reserve(len(tables.chosen))
+        play_rounds(self, tables, self._compiled_rounds)
+
+    def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        """Rounds from t on in one compiled call, until one that warms up or switches; the next
+        round to play."""
+        played = rs_glinucb_rounds(tables, t, self.Z_tau.arrays, self.state, self.cfg)
+        if played > t:
+            self.warmup_flag = False
+        return played
 
     def _fit(self, data: GrowingNewton, theta0: np.ndarray) -> tuple[np.ndarray, bool]:
         if self.solver == "newton":
@@ -241,97 +391,38 @@ class RSGLinUCB(Policy):
         return compat_mle(data.X[:n], data.r[:n], self.link, self.lambda_fit, theta0,
                           stats=self.stats)
 
-    # -- policy ------------------------------------------------------------------------------
-
-    def select(self, t: int, arms: np.ndarray) -> int:
-        """Warm-up, switch check with θ_τ refit, elimination, optimistic choice."""
-        m = quad_forms(arms, self.V_inv)
-        if (m > self.thr_w).any():
-            a = int(m.argmax())
-            x = arms[a]
-            w = 1.0 if self.exact_V_update else 1.0 / (1.0 + float(m[a]))
-            self.V += w * (x[:, None] * x)
-            sherman_morrison(self.V_inv, x, w)
-            self.warmup_flag = True
-            self.warmup_rounds.append(t)
-            return a
-        self.warmup_flag = False
-        if self._switch_due():
-            self._switch(t)
-        c = arms @ self.theta_w
-        w = self.width * np.sqrt(m)
-        keep = c + w >= (c - w).max()
-        if self.ucb_centre == "mean":
-            centre = (self.theta_w + self.theta_tau) / 2
-        else:
-            centre = self.theta_tau
-        index = arms @ centre + self.beta * np.sqrt(quad_forms(arms, self._prev_inv()))
-        index[~keep] = -np.inf
-        return int(index.argmax())
-
-    def play_table(self, tables: OutcomeTables) -> None:
-        """Stretches of rounds without a warm-up or a switch compiled (`_glm_rounds.
-        rs_glinucb`, the bits of `select` and `update`: tests/policies/test_ridge_rounds.py);
-        the round where one stops, and every round of the determinant form of Criterion II,
-        through `select` and `update`."""
-        compiled = not self.det_switch and compiled_dot(self.link)
-        play_stretches(self, tables, self._compiled_rounds if compiled else None)
-
-    def _compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
-        """Rounds from t on in one compiled call, until one that warms up or switches; the next
-        round to play."""
-        centre = (self.theta_w + self.theta_tau) / 2 if self.ucb_centre == "mean" else (
-            self.theta_tau)
-        z = self.Z_tau
-        played, z.n, self.max_logdet_cur, logdet_cur, logdet_prev = _glm_rounds.rs_glinucb(
-            tables, t, len(tables.chosen), self.V_inv, self.H_cur, self.H_cur_inv,
-            self.H_prev, self._prev_inv(), self.theta_w, centre, z.X, z.r, z.n, self.aliased,
-            self.running_max_logdet, self.strict_switch, self.h_divide_e,
-            LINK_KINDS[self.link.name], expit, self.thr_w, self.width, self.beta,
-            self._log_dbl, self._logdet_prev, self.max_logdet_cur, self.max_logdet_prev)
-        if logdet_prev is not None:  # computed where first needed, as `_logdet_h_prev` does
-            self._logdet_prev = logdet_prev
-        if played > t:  # the rounds did not warm up; H_cur changed
-            self.warmup_flag = False
-        if played > t or logdet_cur is not None:
-            self._logdet_cur = logdet_cur
-        return played
-
     def _switch(self, t: int) -> None:
         """H_prev ← copy of H_cur (or alias), refit θ_τ on the stored data."""
+        state = self.state
         self.switch_times.append(t)
+        logdet_cur = log_det_spd(state.H_cur)
         if self.alias_bug:
-            self.aliased = True
+            state.aliased[0] = 1
         else:
-            self.H_prev = self.H_cur.copy()
-            self.H_prev_inv = self.H_cur_inv.copy()
-            self._logdet_prev = None
-        self.max_logdet_prev = max(self.max_logdet_prev, self._logdet_h_cur())
+            state.H_prev[:] = state.H_cur
+            state.H_prev_inv[:] = state.H_cur_inv
+            state.logs[LOGDET_PREV] = logdet_cur
+        state.logs[MAX_PREV] = max(state.logs[MAX_PREV], logdet_cur)
         if self.Z_tau.n > 0:
-            theta, success = self._fit(self.Z_tau, self.theta_tau)
+            theta, success = self._fit(self.Z_tau, state.theta_tau)
             self.fits_tau += 1
             if success:
-                self.theta_tau = theta
+                state.theta_tau[:] = theta
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Store (x, r); refit θ_w after a warm-up round, else grow H_cur."""
+        state = self.state
         if self.warmup_flag:
             self.Z_w.add(x, r)
             if self.tau_includes_warmup:
                 self.Z_tau.add(x, r)
-            theta, success = self._fit(self.Z_w, (self.theta_w + self.theta_tau) / 2)
+            theta, success = self._fit(self.Z_w, (state.theta_w + state.theta_tau) / 2)
             self.fits_w += 1
             if success:
-                self.theta_w = theta
+                state.theta_w[:] = theta
             return
-        self.Z_tau.add(x, r)
-        s = float(self.link.dot(np.array(float(x @ self.theta_w))))
-        weight = s / math.e if self.h_divide_e else s
-        self.H_cur += weight * (x[:, None] * x)
-        sherman_morrison(self.H_cur_inv, x, weight)
-        self._logdet_cur = None
-        if self.running_max_logdet:
-            self.max_logdet_cur = max(self.max_logdet_cur, self._logdet_h_cur())
+        self.Z_tau.reserve(1)
+        rs_glinucb_update(self.Z_tau.arrays, state, self.cfg, x, r)
 
     def events(self) -> dict[str, np.ndarray]:
         return {
@@ -350,3 +441,4 @@ class RSGLinUCB(Policy):
             "lambda": float(self.lam),
             "warmup_threshold": float(self.thr_w),
         }
+
