@@ -143,3 +143,12 @@ def add_scaled(b: np.ndarray, x: np.ndarray, weight: float) -> None:
 def lambda_min(a: np.ndarray) -> float:
     """Smallest eigenvalue of a symmetric matrix (the whole matrix is given)."""
     return np.linalg.eigvalsh(a)[0]
+
+
+@jit
+def project_ball_into(x: np.ndarray, radius: float) -> None:
+    """x ← x·(radius/‖x‖) where ‖x‖ > radius: the Euclidean projection onto {‖x‖ ≤ radius}."""
+    norm = math.sqrt(dot(x, x))
+    if not norm <= radius:
+        for i in range(x.shape[0]):
+            x[i] = x[i] * (radius / norm)
