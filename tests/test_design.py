@@ -12,6 +12,7 @@ from dpbandits.design import (
     design_g,
     draw_index,
     g_optimal_design,
+    greedy_spanning_set,
     leverages,
     span_basis,
 )
@@ -203,3 +204,18 @@ def test_draw_index_is_numpys_choice() -> None:
         numpys.random()
         differ += numpy_draw(weights, numpys) != index
     assert differ > 300
+
+
+def test_greedy_start_takes_the_first_of_norms_equal_to_rounding() -> None:
+    """Unit-norm rows tie: the start begins with row 0 in any rotation of the set; a row longer
+    by more than rounding is taken first; deflation then picks the most orthogonal row."""
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        points = sphere(rng, 6, 3)
+        rotation = np.linalg.qr(rng.standard_normal((3, 3)))[0]
+        assert greedy_spanning_set(np.ascontiguousarray(points @ rotation))[0] == 0
+        longer = points.copy()
+        longer[4] *= 1.0 + 1e-9
+        assert greedy_spanning_set(longer)[0] == 4
+    square = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]])
+    assert greedy_spanning_set(square).tolist() == [0, 2]

@@ -19,6 +19,7 @@ from dpbandits.linalg import add_outer, cholesky_into, solve_lower_into, solve_l
 
 RANK_TOL = 1e-10
 MAX_ITER = 10_000  # Frank–Wolfe steps at most
+TIE_TOL = 1e-12  # residual norms this close (relative) count as equal in the greedy start
 JACOBI_SWEEPS = 60  # one-sided Jacobi sweeps at most (a handful reach machine precision)
 
 
@@ -129,7 +130,8 @@ def project(points: np.ndarray, basis: np.ndarray) -> np.ndarray:
 
 @jit
 def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
-    """k rows picked by largest residual norm with Gram–Schmidt deflation.
+    """k rows picked by largest residual norm with Gram–Schmidt deflation, the first of the
+    norms equal to the largest up to rounding (relative 1e-12: unit-norm actions tie).
 
     The greedy start of docs/linear.md, "G-optimal design".
     """
@@ -146,10 +148,10 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
             norms[i] = total
         for i in range(c):
             norms[chosen[i]] = -1.0
+        largest = norms.max()
         j = 0
-        for i in range(1, n):
-            if norms[i] > norms[j]:
-                j = i
+        while norms[j] < largest * (1.0 - TIE_TOL):
+            j += 1
         chosen[c] = j
         length = math.sqrt(norms[j])
         for b in range(k):

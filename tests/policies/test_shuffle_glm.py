@@ -90,12 +90,13 @@ def test_design_points_are_the_rescaled_survivors() -> None:
         arms = rng.normal(size=(8, 3)) * 0.5
         rule = sg.Rule(1.5, 4.0, 1.0, link.kind, scale_sqrt, 0.05, 10_000)
         alive = np.array([1, 4, 6])
-        points, weights = np.empty((3, 3)), np.empty(3)
-        sg.design_points(arms, alive, 3, est, rule, points, weights)
+        points = sg.design_points(arms, alive, 3, est, 2, rule)
         x = arms[alive]
         beta = np.exp(np.minimum(4.0, 1.5 * _dense_norms(x, est, 0)))
         w = link.dot(x @ est.theta[0]) / beta
+        weights = [sg.arm_weight(row, est, 2, rule) for row in x]
         np.testing.assert_allclose(weights, w, rtol=1e-12)
+        assert sg.arm_weight(x[0], est, 0, rule) == 1.0
         factor = np.sqrt(w) if scale_sqrt else w
         np.testing.assert_allclose(points, factor[:, None] * x, rtol=1e-12)
 

@@ -157,48 +157,51 @@ def survivors(arms: np.ndarray, est: Estimates, count: int, alive: np.ndarray) -
 
 
 @jit
-def design_points(arms: np.ndarray, alive: np.ndarray, m: int, est: Estimates, rule: Rule,
-                  points: np.ndarray, weights: np.ndarray) -> None:
-    """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V₁⁻¹})), and the design points
-    √w(x)·x (w(x)·x without scale_sqrt) of the survivors (Private-GLM paper, Sec. 5)."""
+def arm_weight(x: np.ndarray, est: Estimates, count: int, rule: Rule) -> float:
+    """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V₁⁻¹})) (Private-GLM paper,
+    Sec. 5); 1 before the first estimate."""
+    if count == 0:
+        return 1.0
+    width = rule.beta_scale * inverse_norm_eig(est.vals[0], est.vecs[0], x)
+    beta = math.exp(rule.reward_bound * min(rule.max_width, width))
+    return mean_dot(rule.kind, dot(x, est.theta[0])) / beta
+
+
+@jit
+def design_points(arms: np.ndarray, alive: np.ndarray, m: int, est: Estimates, count: int,
+                  rule: Rule) -> np.ndarray:
+    """The design points √w(x)·x (w(x)·x without scale_sqrt) of the survivors alive[:m]."""
+    points = np.empty((m, arms.shape[1]))
     for a in range(m):
         x = arms[alive[a]]
-        width = rule.beta_scale * inverse_norm_eig(est.vals[0], est.vecs[0], x)
-        beta = math.exp(rule.reward_bound * min(rule.max_width, width))
-        w = mean_dot(rule.kind, dot(x, est.theta[0])) / beta
-        weights[a] = w
+        w = arm_weight(x, est, count, rule)
         factor = math.sqrt(w) if rule.scale_sqrt else w
         for i in range(x.shape[0]):
             points[a, i] = factor * x[i]
+    return points
 
 
 @jit
 def shuffle_glm_arm(arms: np.ndarray, est: Estimates, count: int, rule: Rule,
-                    rng: np.random.Generator, chosen: np.ndarray) -> int:
+                    rng: np.random.Generator, candidates: np.ndarray) -> int:
     """Algorithm 1's action (Private-GLM paper, Sec. 5): a draw from the G-optimal design on the
     arms (batch 1), else on the rescaled survivors of elimination by the earlier estimates (a
-    single candidate without a draw); chosen ← (w(x) of the arm, 1 in batch 1; the number of
-    candidates)."""
-    k, d = arms.shape
+    single candidate without a draw); candidates[0] ← the number of arms drawn from."""
+    k = arms.shape[0]
     alive = np.empty(k, dtype=np.int64)
-    weights = np.empty(k)
     for a in range(k):
         alive[a] = a
-        weights[a] = 1.0
     points = arms
     if count > 0:
         k = survivors(arms, est, count, alive)
-        points = np.empty((k, d))
-        design_points(arms, alive, k, est, rule, points, weights)
-    i = 0
-    if k != 1:
-        design, basis, g, _ = design_of(points, rule.tol, rule.max_iter)
-        if not within_bound(g, basis.shape[0]):
-            raise RuntimeError("the G-optimal design failed: g > 2k or no direction spanned")
-        i = draw_index(design, rng)
-    chosen[0] = weights[i]
-    chosen[1] = k
-    return alive[i]
+        points = design_points(arms, alive, k, est, count, rule)
+    candidates[0] = k
+    if k == 1:
+        return alive[0]
+    design, basis, g, _ = design_of(points, rule.tol, rule.max_iter)
+    if not within_bound(g, basis.shape[0]):
+        raise RuntimeError("the G-optimal design failed: g > 2k or no direction spanned")
+    return alive[draw_index(design, rng)]
 
 
 @jit
@@ -217,12 +220,13 @@ def shuffle_glm_rounds(start: int, stop: int, tables: OutcomeTables, est: Estima
                        rewards: np.ndarray, weights: np.ndarray, drawn_from: np.ndarray
                        ) -> None:
     """Rounds start … stop − 1 (one batch) of Algorithm 1 on pre-drawn tables."""
-    chosen = np.empty(2)
+    candidates = np.zeros(1, dtype=np.int64)
     for t in range(start, stop):
         arms = tables.arms[t]
-        i = shuffle_glm_arm(arms, est, count, rule, rng, chosen)
-        record(xs, rewards, weights, t - start, arms[i], pull(tables, t, i), chosen[0])
-        drawn_from[t] = int(chosen[1])
+        i = shuffle_glm_arm(arms, est, count, rule, rng, candidates)
+        record(xs, rewards, weights, t - start, arms[i], pull(tables, t, i),
+               arm_weight(arms[i], est, count, rule))
+        drawn_from[t] = candidates[0]
 
 
 class ShuffleGLM(Policy):
@@ -324,7 +328,7 @@ class ShuffleGLM(Policy):
         self.rule = Rule(self.gamma * self.kappa**self.beta_power, 2.0 * S, float(R),
                          self.link.kind, bool(self.scale_sqrt), self.design_tol,
                          DESIGN_MAX_ITER)
-        self.chosen = np.array([1.0, 0.0])  # w(x) of the last arm played, arms drawn from
+        self.candidates = np.zeros(1, dtype=np.int64)  # the arms the last action was drawn from
         self.drawn_from = np.zeros(T, dtype=np.int64)  # the number of arms of each round
         self.batch_costs: list[tuple[float, float]] = []
         self.records: list[dict[str, float]] = []
@@ -371,12 +375,13 @@ class ShuffleGLM(Policy):
 
     def select(self, t: int, arms: np.ndarray) -> int:
         return shuffle_glm_arm(np.ascontiguousarray(arms, dtype=float), self.estimates,
-                               self.count, self.rule, self.rng, self.chosen)
+                               self.count, self.rule, self.rng, self.candidates)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        record(self.buf_x, self.buf_r, self.buf_w, self.n_buf,
-               np.ascontiguousarray(x, dtype=float), float(r), float(self.chosen[0]))
-        self.drawn_from[t] = int(self.chosen[1])
+        x = np.ascontiguousarray(x, dtype=float)
+        record(self.buf_x, self.buf_r, self.buf_w, self.n_buf, x, float(r),
+               arm_weight(x, self.estimates, self.count, self.rule))
+        self.drawn_from[t] = self.candidates[0]
         self.n_buf += 1
         if t + 1 == self.ends[self.batch]:
             self._close_batch()
