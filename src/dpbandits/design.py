@@ -55,7 +55,8 @@ def rotate_columns(a: np.ndarray, p: int, q: int, c: float, s: float) -> None:
 @jit
 def span_basis(points: np.ndarray) -> np.ndarray:
     """Orthonormal rows U (k × d) of the row span: the right singular vectors whose singular value
-    exceeds 1e-10·max(1, s₁), by one-sided Jacobi rotations of the columns (Hestenes)."""
+    exceeds 1e-10·max(1, s₁), by one-sided Jacobi rotations of the columns (Hestenes), in
+    column order."""
     n, d = points.shape
     u = points.copy()
     v = np.zeros((d, d))
@@ -86,30 +87,25 @@ def span_basis(points: np.ndarray) -> np.ndarray:
         if not rotated:
             break
     sv = np.empty(d)
+    largest = 0.0
     for j in range(d):
         total = 0.0
         for i in range(n):
             total += u[i, j] * u[i, j]
         sv[j] = math.sqrt(total)
-    order = np.empty(d, dtype=np.int64)  # by decreasing singular value, ties in column order
-    for j in range(d):
-        order[j] = j
-    for j in range(1, d):
-        m = j
-        while m > 0 and sv[order[m - 1]] < sv[order[m]]:
-            swapped = order[m]
-            order[m] = order[m - 1]
-            order[m - 1] = swapped
-            m -= 1
-    threshold = RANK_TOL * max(1.0, sv[order[0]])
+        largest = max(largest, sv[j])
+    threshold = RANK_TOL * max(1.0, largest)
     k = 0
     for j in range(d):
-        if sv[order[j]] > threshold:
+        if sv[j] > threshold:
             k += 1
     basis = np.empty((k, d))
-    for r in range(k):
-        for i in range(d):
-            basis[r, i] = v[i, order[r]]
+    r = 0
+    for j in range(d):
+        if sv[j] > threshold:
+            for i in range(d):
+                basis[r, i] = v[i, j]
+            r += 1
     return basis
 
 
@@ -148,7 +144,9 @@ def greedy_spanning_set(x: np.ndarray) -> np.ndarray:
             norms[i] = total
         for i in range(c):
             norms[chosen[i]] = -1.0
-        largest = norms.max()
+        largest = 0.0
+        for i in range(n):
+            largest = max(largest, norms[i])
         j = 0
         while norms[j] < largest * (1.0 - TIE_TOL):
             j += 1
@@ -177,7 +175,7 @@ def design_inverse(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     factor = np.empty((k, k))
     out = np.empty((k, k))
     if not cholesky_into(v, factor):
-        out[:] = np.nan
+        out.fill(np.nan)
         return out
     unit = np.zeros(k)
     y = np.empty(k)
