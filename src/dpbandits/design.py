@@ -62,6 +62,11 @@ def span_basis(points: np.ndarray) -> np.ndarray:
     v = np.zeros((d, d))
     for i in range(d):
         v[i, i] = 1.0
+    negligible = 0.0  # squared column norms below 1e-20·‖A‖_F: numerically zero columns
+    for i in range(n):
+        for j in range(d):
+            negligible += u[i, j] * u[i, j]
+    negligible *= 1e-40
     for _ in range(JACOBI_SWEEPS):
         rotated = False
         for p in range(d - 1):
@@ -73,11 +78,12 @@ def span_basis(points: np.ndarray) -> np.ndarray:
                     alpha += u[i, p] * u[i, p]
                     beta += u[i, q] * u[i, q]
                     gamma += u[i, p] * u[i, q]
-                if gamma == 0.0 or abs(gamma) <= 1e-15 * math.sqrt(alpha * beta):
+                if (alpha <= negligible or beta <= negligible
+                        or abs(gamma) <= 1e-15 * math.sqrt(alpha) * math.sqrt(beta)):
                     continue
                 rotated = True
                 zeta = (beta - alpha) / (2.0 * gamma)
-                t = 1.0 / (abs(zeta) + math.sqrt(1.0 + zeta * zeta))
+                t = 1.0 / (abs(zeta) + math.hypot(1.0, zeta))
                 if zeta < 0.0:
                     t = -t
                 c = 1.0 / math.sqrt(1.0 + t * t)
