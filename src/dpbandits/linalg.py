@@ -266,3 +266,12 @@ def lambda_min(a: np.ndarray) -> float:
     """Smallest eigenvalue of a symmetric matrix (the whole matrix given)."""
     n = a.shape[0]
     return smallest_eigenvalue(a, np.empty((n, n)), np.empty(n), np.empty(n))
+
+
+@jit
+def project_ball_into(x: np.ndarray, radius: float) -> None:
+    """x ← x·(radius/‖x‖) where ‖x‖ > radius: the Euclidean projection onto {‖x‖ ≤ radius}."""
+    norm = math.sqrt(dot(x, x))
+    if not norm <= radius:
+        for i in range(x.shape[0]):
+            x[i] = x[i] * (radius / norm)

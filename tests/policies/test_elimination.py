@@ -11,13 +11,16 @@ from scipy import stats
 from dpbandits.design import compute_design
 from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.instances.registry import build_instance
-from dpbandits.policies import make_policy
+from dpbandits.policies import elimination, make_policy
 from dpbandits.policies.elimination import (
     EliminationConfig,
     _Batcher,
     batch_counts,
     batch_schedule,
+    eliminate,
+    leader,
     run_elimination,
+    run_ls_elimination,
 )
 from dpbandits.privacy.amplification import closed_form_epsilon, closed_form_inverse
 from dpbandits.privacy.shuffler import Shuffler, per_action_sums
@@ -223,8 +226,8 @@ def test_rewards_are_realised_and_exploit_rewards_unused() -> None:
     env = instance(20_000).environment(0)
     _, fast = run("nonprivate", env)
     _, explicit = run("nonprivate", env, path="explicit")
-    expected = 20_000 * env.means.max() - fast.regret.sum()
     for result in (fast, explicit):
+        expected = 20_000 * env.means.max() - result.regret.sum()
         assert abs(result.reward.sum() - expected) < 5 * math.sqrt(20_000)
     cfg = EliminationConfig(mode="nonprivate", horizon=20_000, d=2, sigma=1.0, explicit=True)
     trace = run_elimination(
@@ -236,6 +239,48 @@ def test_rewards_are_realised_and_exploit_rewards_unused() -> None:
     assert (played == 1).sum() == 7 and (played == 4).sum() == 9
     assert np.all(lengths == 1)
     assert trace.exploit_start == sum(trace.batch_size)
+
+
+def test_eliminate_is_least_squares_and_the_leaders_band() -> None:
+    """θ̂ from the per-action sums against numpy's least squares on the repeated rows, and the
+    arms kept: those within 2γ of the largest estimate."""
+    rng = np.random.default_rng(6)
+    for _ in range(50):
+        x = rng.standard_normal((8, 3))
+        core = np.sort(rng.choice(8, size=4, replace=False))
+        counts = rng.integers(1, 50, size=4)
+        sums = rng.standard_normal(4) * counts
+        width = float(rng.uniform(0.0, 0.5))
+        keep, estimate = eliminate(x, x[core], counts, sums, width)
+        rows = np.repeat(x[core], counts, axis=0)
+        rewards = np.concatenate([np.full(n, s / n) for n, s in zip(counts, sums, strict=True)])
+        theta = np.linalg.lstsq(rows, rewards, rcond=None)[0]
+        np.testing.assert_allclose(estimate, x @ theta, rtol=1e-9, atol=1e-9)
+        assert keep.tolist() == (estimate.max() - estimate <= 2 * width).tolist()
+        assert keep[leader(estimate)] and leader(estimate) == int(np.argmax(estimate))
+
+
+@pytest.mark.parametrize("schedule", ["batched", "ls"])
+def test_the_exploit_phase_commits_to_the_leader(monkeypatch: pytest.MonkeyPatch,
+                                                 schedule: str) -> None:
+    """A leader taken as the last active arm decides both the band kept and the arm committed
+    to; the true leader gives another run (the decision is the leader's)."""
+    runner = run_ls_elimination if schedule == "ls" else run_elimination
+    cfg = EliminationConfig(mode="nonprivate", horizon=10**5, d=2, sigma=1.0)
+    changed = 0
+    for trial in range(20):
+        env = instance(10**5, seed=9, redraw=True).environment(trial)
+        trace = runner(env.actions, env.means, 1.0, cfg, env.noise_rng(),
+                       np.random.default_rng(0))
+        with monkeypatch.context() as patch:
+            patch.setattr(elimination, "leader", lambda estimate: len(estimate) - 1)
+            last = runner(env.actions, env.means, 1.0, cfg, env.noise_rng(),
+                          np.random.default_rng(0))
+        if last.exploit_action >= 0:
+            assert last.exploit_action == last.final_active[-1]
+        changed += (last.final_active.tolist() != trace.final_active.tolist()
+                    or last.exploit_action != trace.exploit_action)
+    assert changed > 5
 
 
 def test_ledgers() -> None:

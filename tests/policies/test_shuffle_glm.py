@@ -7,8 +7,10 @@ import math
 import numpy as np
 import pytest
 
+from dpbandits import runner
 from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
+from dpbandits.links import get_link
 from dpbandits.policies import make_policy
 from dpbandits.policies import shuffle_glm as sg
 
@@ -44,19 +46,90 @@ def _policy(horizon: int, eps: float, **params) -> tuple[sg.ShuffleGLM, GLMInsta
     return pol, inst
 
 
-def test_elimination_never_empties() -> None:
-    pol, _ = _policy(2000, 2.0)
+def _estimates(rng: np.random.Generator, count: int, d: int = 3) -> sg.Estimates:
+    """`count` random estimates θ̂_j, positive definite V_j as eigen-pairs and width scales."""
+    vecs = np.array([np.linalg.qr(rng.normal(size=(d, d)))[0] for _ in range(count)])
+    return sg.Estimates(rng.normal(size=(count, d)) * 3, rng.uniform(0.01, 5, (count, d)),
+                        np.ascontiguousarray(vecs), rng.uniform(0.5, 2.0, count))
+
+
+def _dense_norms(arms: np.ndarray, est: sg.Estimates, j: int) -> np.ndarray:
+    """‖x‖_{V_j⁻¹} of every arm from V_j = Q diag(λ) Qᵀ."""
+    v = est.vecs[j] @ np.diag(est.vals[j]) @ est.vecs[j].T
+    return np.sqrt(np.einsum("ij,ij->i", arms @ np.linalg.inv(v), arms))
+
+
+def test_survivors_are_successive_elimination() -> None:
+    """The arms kept against the dense formula, estimate after estimate: never none, and the
+    arm of the largest lower bound always kept."""
     rng = np.random.default_rng(1)
-    for _ in range(200):
-        k = int(rng.integers(1, 4))
-        pol.theta = [rng.normal(size=3) * 3 for _ in range(k)]
-        pol.gram_eig = [(rng.uniform(0.01, 5, 3), np.linalg.qr(rng.normal(size=(3, 3)))[0])
-                        for _ in range(k)]
+    fewer = 0
+    for _ in range(300):
+        count = int(rng.integers(1, 4))
+        est = _estimates(rng, count)
         arms = rng.normal(size=(int(rng.integers(1, 12)), 3)) * 0.5
-        alive = pol._survivors(arms)
-        assert alive.size >= 1
-        best = [int(np.argmax(arms[alive] @ t)) for t in pol.theta[-1:]]
-        assert all(0 <= b < alive.size for b in best)
+        alive = np.empty(len(arms), dtype=np.int64)
+        m = sg.survivors(arms, est, count, alive)
+        expected = np.arange(len(arms))
+        for j in range(count):
+            x = arms[expected]
+            width = est.scale[j] * _dense_norms(x, est, j)
+            centre = x @ est.theta[j]
+            expected = expected[centre + width >= (centre - width).max() - 1e-12]
+        assert alive[:m].tolist() == expected.tolist() and m >= 1
+        fewer += m < len(arms)
+    assert fewer > 100
+
+
+def test_design_points_are_the_rescaled_survivors() -> None:
+    """w(x) = μ̇(⟨x, θ̂₁⟩)/exp(R·min(2S, γκ^p‖x‖_{V₁⁻¹})) and the points √w·x (w·x)."""
+    rng = np.random.default_rng(2)
+    link = get_link("logistic")
+    for scale_sqrt in (True, False):
+        est = _estimates(rng, 2)
+        arms = rng.normal(size=(8, 3)) * 0.5
+        rule = sg.Rule(1.5, 4.0, 1.0, link.kind, scale_sqrt, 0.05, 10_000)
+        alive = np.array([1, 4, 6])
+        points = sg.design_points(arms, alive, 3, est, 2, rule)
+        x = arms[alive]
+        beta = np.exp(np.minimum(4.0, 1.5 * _dense_norms(x, est, 0)))
+        w = link.dot(x @ est.theta[0]) / beta
+        weights = [sg.arm_weight(row, est, 2, rule) for row in x]
+        np.testing.assert_allclose(weights, w, rtol=1e-12)
+        assert sg.arm_weight(x[0], est, 0, rule) == 1.0
+        factor = np.sqrt(w) if scale_sqrt else w
+        np.testing.assert_allclose(points, factor[:, None] * x, rtol=1e-12)
+
+
+def _select_update(pol: sg.ShuffleGLM, env) -> tuple[np.ndarray, ...]:
+    """The trace of the round-by-round path (select → pull → update)."""
+    pol.begin(env)
+    trace = runner._select_update_loop(pol, env)
+    pol.finish()
+    return trace
+
+
+@pytest.mark.parametrize("accounting, params", [
+    ("strict", {}), ("paper", {"c_b": 1.0, "log_arg": "practical", "scale_sqrt": False})])
+def test_table_path_is_the_select_update_path(accounting: str, params: dict) -> None:
+    """The compiled rounds on pre-drawn tables and select/update round by round: the same arms,
+    regret, rewards, events and ledger."""
+    inst = GLMInstance("logistic", 3, 10, 2.0, 1500, 4)
+    make = lambda: make_policy("Shuffle-GLM", inst.info, np.random.default_rng(3),  # noqa: E731
+                               epsilon=4.0, delta=DELTA, accounting=accounting,
+                               gd_max_iters=200, **params)
+    tables, rounds = make(), make()
+    env = inst.environment(1)
+    assert runner.outcome_tables(tables, env) is not None
+    result = runner.run_policy(tables, env)
+    regret, reward, actions = _select_update(rounds, inst.environment(1))
+    assert result.actions.tolist() == actions.tolist()
+    assert result.regret.tolist() == regret.tolist()
+    assert result.reward.tolist() == reward.tolist()
+    for name, value in tables.events().items():
+        assert value.tolist() == rounds.events()[name].tolist(), name
+    assert tables.ledger.to_json() == rounds.ledger.to_json()
+    assert len(set(actions.tolist())) > 3 and tables.count == len(tables.lengths) - 1
 
 
 def test_run_ledger_and_batches() -> None:

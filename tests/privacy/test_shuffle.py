@@ -1,75 +1,84 @@
-"""The compiled per-user passes of shuffle vector summation and P_GD's clipping (`_shuffle.c`)
-against their numpy formulation."""
+"""The per-user passes of shuffle vector summation: the randomiser's rounded levels and the
+norm check (`privacy/vector_sum.py`)."""
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
 
-from dpbandits.privacy import _shuffle
-from dpbandits.privacy.shuffle_gd import clipped_gradients_rows
-from dpbandits.privacy.vector_sum import _levels, vector_sum, vector_sum_params
+from dpbandits.privacy.vector_sum import (
+    level_sums,
+    max_row_norm,
+    rounded_level,
+    vector_sum,
+    vector_sum_params,
+)
 
 
-def user_rows(rng: np.random.Generator, n: int, d: int) -> np.ndarray:
-    """Rows of every scale, with zero rows and rows of exactly the bound's norm among them."""
-    v = rng.standard_normal((n, d)) * rng.choice([1e-300, 1e-3, 1.0, 1e3, 1e150], (n, 1))
+def user_rows(rng: np.random.Generator, n: int, d: int, bound: float) -> np.ndarray:
+    """Rows of every scale up to the bound, zero rows and rows of exactly the bound's norm."""
+    v = rng.standard_normal((n, d)) * rng.choice([1e-300, 1e-3, 1.0, 1e3], (n, 1))
     v[rng.random(n) < 0.1] = 0.0
-    return v
+    norms = np.linalg.norm(v, axis=1, keepdims=True)
+    return np.where(norms > bound, v * (bound / np.maximum(norms, 1e-300)), v)
+
+
+def dense_levels(v: np.ndarray, bound: float, g: int, uniforms: np.ndarray) -> np.ndarray:
+    """ȳ = ⌊w⌋ + [U < w − ⌊w⌋], w = clip((v + L)·g/L, 0, 2g), summed over the users."""
+    scaled = np.clip((v + bound) * (g / bound), 0.0, 2.0 * g)
+    base = np.floor(scaled)
+    return (base + (uniforms < scaled - base)).sum(axis=0)
 
 
 @pytest.mark.parametrize("d", [1, 3, 6, 21])
-def test_compiled_passes_are_numpys(d: int) -> None:
-    """`_shuffle`'s clipping, largest norm and level sums against their numpy formulation,
-    bit for bit; a level sum from other draws differs (negative control)."""
+def test_level_sums_are_the_randomisers_formula(d: int) -> None:
+    """The level sums against the dense formula from the same uniforms; other uniforms give
+    other sums (negative control)."""
     rng = np.random.default_rng(d)
     differ = 0
     for _ in range(200):
-        v = user_rows(rng, int(rng.integers(1, 300)), d)
         bound = float(rng.choice([1e-3, 1.0, 7.5]))
-        norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-        clipped = v * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
-        assert clipped_gradients_rows(v, bound).tobytes() == clipped.tobytes()
-        assert _shuffle.max_row_norm(clipped) == np.sqrt(
-            np.einsum("ij,ij->i", clipped, clipped)).max()
-        params = vector_sum_params(len(v), d, bound, 1.0, 1e-5)
+        v = user_rows(rng, int(rng.integers(1, 300)), d, bound)
+        g = vector_sum_params(len(v), d, bound, 1.0, 1e-5).g
         uniforms = rng.random(v.shape)
-        expected = _levels(clipped, params, uniforms)[0].sum(axis=0).astype(float)
-        sums = _shuffle.level_sums(clipped, bound, params.g, uniforms)
-        assert sums.tobytes() == expected.tobytes()
-        differ += _shuffle.level_sums(clipped, bound, params.g, rng.random(v.shape)).tobytes() \
-            != expected.tobytes()
+        sums = level_sums(v, bound, g, uniforms)
+        assert sums.tolist() == dense_levels(v, bound, g, uniforms).tolist()
+        differ += level_sums(v, bound, g, rng.random(v.shape)).tolist() != sums.tolist()
     assert differ > 150
 
 
-def test_compiled_passes_keep_numpys_nan_and_inf() -> None:
-    """NaN rows clip to NaN and make the largest norm NaN (no error, as numpy); infinite
-    entries round to the ends; a NaN level leaves the sums to numpy."""
-    v = np.array([[np.nan, 1.0], [np.inf, 0.0], [3.0, 4.0]])
-    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-    with np.errstate(invalid="ignore"):
-        clipped = v * np.minimum(1.0, 1.0 / np.maximum(norms, 1e-300))[:, None]
-    assert clipped_gradients_rows(v, 1.0).tobytes() == clipped.tobytes()
-    assert math.isnan(_shuffle.max_row_norm(v))
-    edges = np.array([[np.inf, -np.inf]])
-    params = vector_sum_params(1, 2, 1.0, 1.0, 1e-5)
-    assert _shuffle.level_sums(edges, 1.0, params.g, np.full((1, 2), 0.5)).tolist() == [
-        2.0 * params.g, 0.0]
-    assert _shuffle.level_sums(v, 1.0, params.g, np.full(v.shape, 0.5)) is None
+def test_vector_sum_is_the_analyzers_formula() -> None:
+    """ŝ = (L/g)(Σ_u ȳ_u + Binomial(nb, p) − pnb) − nL from `rng.random(v.shape)` and then the
+    blanket draws: the values and the generator's state after them."""
+    rng = np.random.default_rng(4)
+    for n, d in ((1, 1), (7, 3), (250, 6)):
+        v = user_rows(rng, n, d, 2.0)
+        params = vector_sum_params(n, d, 2.0, 1.0, 1e-5)
+        mine, numpys = np.random.default_rng(n), np.random.default_rng(n)
+        got = vector_sum(v, params, mine)
+        levels = dense_levels(v, 2.0, params.g, numpys.random(v.shape))
+        trials = params.n * params.b
+        blanket = numpys.binomial(trials, params.p, size=d) - params.p * trials
+        expected = (2.0 / params.g) * (levels + blanket) - n * 2.0
+        assert got.tolist() == expected.tolist()
+        assert mine.bit_generator.state == numpys.bit_generator.state
 
 
-@pytest.mark.parametrize("call", [
-    lambda: _shuffle.clip_rows(np.ones((3, 2))[:, ::-1], 1.0),
-    lambda: _shuffle.max_row_norm(np.ones(3)),
-    lambda: _shuffle.level_sums(np.ones((3, 2)), 1.0, 4, np.ones((2, 2))),
-    lambda: _shuffle.level_sums(np.ones((3, 2), dtype=np.float32), 1.0, 4, np.ones((3, 2))),
-])
-def test_compiled_passes_refuse_other_arrays(call) -> None:  # noqa: ANN001 - a test case
-    with pytest.raises(ValueError, match="not allowed"):
-        call()
+def test_levels_round_to_the_ends_of_the_grid() -> None:
+    """Values beyond ±L round to 2g and 0; a value on a level keeps it whatever the draw."""
+    assert rounded_level(np.inf, 1.0, 8, 0.5) == 16 and rounded_level(-np.inf, 1.0, 8, 0.5) == 0
+    assert rounded_level(2.0, 1.0, 8, 0.0) == 16 and rounded_level(-3.0, 1.0, 8, 0.99) == 0
+    assert rounded_level(0.25, 1.0, 8, 0.0) == 10 and rounded_level(0.25, 1.0, 8, 0.999) == 10
+    assert rounded_level(0.3, 1.0, 8, 0.39) == 11 and rounded_level(0.3, 1.0, 8, 0.41) == 10
+
+
+def test_largest_norm() -> None:
+    rng = np.random.default_rng(1)
+    v = rng.standard_normal((50, 4))
+    assert max_row_norm(v) == pytest.approx(np.linalg.norm(v, axis=1).max(), rel=1e-15)
+    assert max_row_norm(np.zeros((0, 3))) == -np.inf
 
 
 def misaligned(a: np.ndarray) -> np.ndarray:
@@ -82,22 +91,28 @@ def misaligned(a: np.ndarray) -> np.ndarray:
 
 
 def test_every_layout_releases_the_same_sum() -> None:
-    """Misaligned, Fortran-ordered and strided vectors take numpy's calls and release what the
-    compiled passes release from a C-ordered copy, from the same generator state; an
-    over-bound vector raises the norm error in every layout; a hand-made integral float g
-    works as the integer does."""
+    """Misaligned, Fortran-ordered and strided vectors release what a C-ordered copy releases
+    from the same generator state; an over-bound vector raises the norm error in every layout;
+    a hand-made integral float g works as the integer does."""
     rng = np.random.default_rng(9)
-    v = clipped_gradients_rows(rng.standard_normal((40, 3)), 1.0)
+    v = user_rows(rng, 40, 3, 1.0)
     params = vector_sum_params(40, 3, 1.0, 1.0, 1e-5)
     expected = vector_sum(v, params, np.random.default_rng(1))
     for layout in (misaligned(v), np.asfortranarray(v), np.repeat(v, 2, axis=1)[:, ::2]):
-        assert vector_sum(layout, params, np.random.default_rng(1)).tobytes() == (
-            expected.tobytes())
-        assert clipped_gradients_rows(layout, 0.5).tobytes() == (
-            layout * np.minimum(1.0, 0.5 / np.maximum(np.sqrt(np.einsum(
-                "ij,ij->i", layout, layout)), 1e-300))[:, None]).tobytes()
+        assert vector_sum(layout, params, np.random.default_rng(1)).tolist() == (
+            expected.tolist())
         over = layout * 3.0
         with pytest.raises(ValueError, match="norm .* > bound"):
             vector_sum(over, params, np.random.default_rng(1))
     as_float = dataclasses.replace(params, g=float(params.g))
-    assert vector_sum(v, as_float, np.random.default_rng(1)).tobytes() == expected.tobytes()
+    assert vector_sum(v, as_float, np.random.default_rng(1)).tolist() == expected.tolist()
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_vectors_are_refused(bad: float) -> None:
+    v = np.array([[0.1, bad], [0.2, 0.3]])
+    rng = np.random.default_rng(0)
+    before = rng.bit_generator.state
+    with pytest.raises(ValueError, match="non-finite"):
+        vector_sum(v, vector_sum_params(2, 2, 1.0, 1.0, 1e-5), rng)
+    assert rng.bit_generator.state == before

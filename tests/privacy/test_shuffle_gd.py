@@ -9,10 +9,8 @@ import pytest
 from scipy.optimize import minimize
 
 from dpbandits.links import get_link
-from dpbandits.privacy import _shuffle
-from dpbandits.privacy import shuffle_gd as shuffle_gd_module
 from dpbandits.privacy.shuffle_gd import (
-    compiled_steps,
+    clip_factor,
     gd_iterations,
     gradient_bound,
     shuffle_gd,
@@ -76,22 +74,36 @@ def test_huge_epsilon_approaches_the_regularised_mle() -> None:
     assert np.linalg.norm(out.theta - mle) < 0.1 * np.linalg.norm(mle)
 
 
-def numpy_gd(monkeypatch: pytest.MonkeyPatch, *args: object, **kwargs: object) -> object:
-    """`shuffle_gd` with every iteration made by its numpy loop."""
-    with monkeypatch.context() as patch:
-        patch.setattr(shuffle_gd_module, "compiled_steps",
-                      lambda X, y, theta, *rest: (theta, 0))
-        return shuffle_gd(*args, **kwargs)
+def reference_gd(X: np.ndarray, y: np.ndarray, link_name: str, theta: np.ndarray, iters: int,
+                 lam_over_n: float, step: float, radius: float, bound: float, g: int,
+                 trials: int, rng: np.random.Generator) -> np.ndarray:
+    """P_GD's iterations in dense numpy: the clipped gradients, their rounded levels from
+    `rng.random`, the blanket count, the step and the projection; the mean iterate."""
+    link, n = get_link(link_name), X.shape[0]
+    total = np.zeros_like(theta)
+    for _ in range(iters):
+        total += theta
+        grads = (link.mean(X @ theta) - y)[:, None] * X + lam_over_n * theta
+        norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))
+        grads = grads * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
+        scaled = np.clip((grads + bound) * (g / bound), 0.0, 2.0 * g)
+        base = np.floor(scaled)
+        sums = (base + (rng.random(grads.shape) < scaled - base)).sum(axis=0)
+        blanket = blanket_deviation(trials, 0.25, theta.size, rng)
+        theta = theta - step * ((bound / g) * (sums + blanket) - n * bound) / n
+        norm = np.sqrt(theta @ theta)
+        theta = theta if norm <= radius else theta * (radius / norm)
+    return total / iters
 
 
 @pytest.mark.parametrize("family", ["logistic", "probit", "linear"])
-def test_compiled_iterations_are_the_numpy_loops(monkeypatch: pytest.MonkeyPatch,
-                                                 family: str) -> None:
-    """θ̂ bit for bit and the generator's state after it, with estimates on and off the ball's
-    edge, start points, both step rules, both vector-summation constants and blanket counts
-    drawn in chunks; a generator one draw ahead gives another θ̂ (negative control)."""
+def test_iterations_are_the_dense_formulas(family: str) -> None:
+    """θ̂ against the dense numpy iterations (to rounding) and the generator's state after it,
+    with estimates on and off the ball's edge, start points, both step rules, both
+    vector-summation constants and blanket counts drawn in chunks; a generator one draw ahead
+    gives another θ̂ (negative control)."""
     link, rng = get_link(family), np.random.default_rng(20)
-    projected, chunked = 0, []
+    projected = chunked = 0
     for case in range(24):
         d, n = int(rng.integers(1, 6)), int(rng.integers(20, 400))
         x, y = _data(rng, rng.normal(size=d), n)
@@ -100,83 +112,38 @@ def test_compiled_iterations_are_the_numpy_loops(monkeypatch: pytest.MonkeyPatch
                   "theta0": rng.normal(size=d) if case % 2 else None,
                   "step_rule": ["Lg", "paper_L"][case % 3 == 0],
                   "c_b": [1.0, 64.0, 1e10][case % 4 == 0 or 2 * (case % 6 == 1)],
-                  "log_arg": ["practical", "theory"][case % 5 == 0]}
+                  "log_arg": ["practical", "theory"][case % 5 == 0], "max_iters": 200}
         mine, numpys = np.random.default_rng(case), np.random.default_rng(case)
-        made: list[int] = []
-
-        def counted(*args: object, made: list[int] = made) -> tuple[np.ndarray, int]:
-            found = compiled_steps(*args)
-            made.append(found[1])
-            return found
-
-        def blanket(trials: int, *args: object) -> np.ndarray:
-            chunked.append(trials > EXACT_BINOMIAL_MAX)
-            return blanket_deviation(trials, *args)
-
-        with monkeypatch.context() as patch:
-            patch.setattr(shuffle_gd_module, "compiled_steps", counted)
-            patch.setattr(shuffle_gd_module, "blanket_deviation", blanket)
-            out = shuffle_gd(x, y, link, rng=mine, **kwargs)
-        expected = numpy_gd(monkeypatch, x, y, link, rng=numpys, **kwargs)
-        assert made == [out.iterations] and out.iterations > 1  # all made compiled
-        assert out.theta.tobytes() == expected.theta.tobytes()
+        out = shuffle_gd(x, y, link, rng=mine, **kwargs)
+        start = np.zeros(d)
+        if kwargs["theta0"] is not None:
+            start = kwargs["theta0"] * min(1.0, kwargs["S"] / np.linalg.norm(kwargs["theta0"]))
+        trials = out.params.n * out.params.b
+        expected = reference_gd(x, y, family, start, out.iterations, kwargs["lam_max"] / n,
+                                out.step, kwargs["S"], out.grad_bound, out.params.g, trials,
+                                numpys)
+        assert out.iterations > 1
+        np.testing.assert_allclose(out.theta, expected, rtol=1e-9, atol=1e-12)
         assert mine.bit_generator.state == numpys.bit_generator.state
         projected += kwargs["S"] == 0.05
+        chunked += trials > EXACT_BINOMIAL_MAX
         ahead = np.random.default_rng(case)
         ahead.random()
-        assert shuffle_gd(x, y, link, rng=ahead, **kwargs).theta.tobytes() != out.theta.tobytes()
-    assert projected > 5 and any(chunked) and not all(chunked)
+        assert shuffle_gd(x, y, link, rng=ahead, **kwargs).theta.tolist() != out.theta.tolist()
+    assert projected > 5 and 0 < chunked < 24
 
 
-def test_compiled_iterations_leave_nan_gradients_to_numpy() -> None:
-    """A NaN reward makes the first iteration's gradients NaN: no iteration is made, nothing
-    is drawn and the total is untouched (the numpy loop then makes them all)."""
-    x = np.eye(3)
-    y = np.array([0.0, np.nan, 1.0])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_non_finite_data_are_refused(bad: float) -> None:
+    """A NaN or infinite reward is refused before anything is drawn."""
+    x, y = np.eye(3), np.array([0.0, bad, 1.0])
     rng = np.random.default_rng(1)
-    before, total = rng.bit_generator.state, np.zeros(3)
-    theta, done = _shuffle.gd_steps(x, y, np.zeros(3), total, 5, 0.1, 0.5, 1.0, 2.0, 4,
-                                    LOGISTIC.mean, rng, lambda: np.zeros(3))
-    assert done == 0 and theta.tolist() == [0.0, 0.0, 0.0] and total.tolist() == [0.0] * 3
+    before = rng.bit_generator.state
+    with pytest.raises(ValueError, match="must be finite"):
+        shuffle_gd(x, y, LOGISTIC, S=1.0, epsilon=1.0, delta=0.01, lam_max=1.0, R=1.0, rng=rng)
     assert rng.bit_generator.state == before
 
 
-def test_compiled_iterations_refuse_other_arguments() -> None:
-    rng = np.random.default_rng(1)
-    x, y = np.eye(3), np.zeros(3)
-    def blanket() -> np.ndarray:
-        return np.zeros(3)
-
-    with pytest.raises(ValueError, match="total is not allowed"):
-        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(2), 5, 0.1, 0.5, 1.0, 2.0, 4, None, rng,
-                          blanket)
-    with pytest.raises(ValueError, match="g, bound are not allowed"):
-        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 0, None, rng,
-                          blanket)
-    with pytest.raises(TypeError, match="rng is not allowed"):
-        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 4, None,
-                          rng.bit_generator, blanket)
-    with pytest.raises(ValueError, match="blanket is not allowed"):
-        _shuffle.gd_steps(x, y, np.zeros(3), np.zeros(3), 5, 0.1, 0.5, 1.0, 2.0, 4, None, rng,
-                          lambda: np.zeros(2))
-
-
-def test_iterations_handed_over_partway_are_the_numpy_loops(monkeypatch) -> None:
-    """The compiled call stopped after k iterations and the numpy loop making the rest: θ̂ and
-    the generator's state are those of the numpy loop alone."""
-    x, y = _data(np.random.default_rng(3), np.array([0.5, -1.0, 0.2]), 300)
-    kwargs = {"S": 2.0, "epsilon": 4.0, "delta": 0.01, "lam_max": 5.0, "R": 1.0, "c_b": 1.0,
-              "log_arg": "practical"}
-    expected_rng = np.random.default_rng(9)
-    expected = numpy_gd(monkeypatch, x, y, LOGISTIC, rng=expected_rng, **kwargs)
-    assert expected.iterations > 20
-    for k in (1, 7, expected.iterations - 1):
-        def partway(X, y, theta, total, iters, *rest, k=k):  # noqa: ANN001, ANN202
-            return compiled_steps(X, y, theta, total, k, *rest)
-
-        with monkeypatch.context() as patch:
-            patch.setattr(shuffle_gd_module, "compiled_steps", partway)
-            rng = np.random.default_rng(9)
-            out = shuffle_gd(x, y, LOGISTIC, rng=rng, **kwargs)
-        assert out.theta.tobytes() == expected.theta.tobytes()
-        assert rng.bit_generator.state == expected_rng.bit_generator.state
+def test_clip_factor() -> None:
+    assert clip_factor(0.5, 1.0) == 1.0 and clip_factor(4.0, 1.0) == 0.25
+    assert clip_factor(0.0, 1.0) == 1.0 and clip_factor(1e-320, 1e-290) == 1.0

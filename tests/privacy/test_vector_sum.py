@@ -12,6 +12,8 @@ from dpbandits.privacy.vector_sum import (
     BINOMIAL_CHUNK,
     EXACT_BINOMIAL_MAX,
     VectorSumParams,
+    blanket_deviation,
+    blanket_split,
     run_protocol,
     sym_sum,
     vector_sum,
@@ -113,44 +115,37 @@ def test_outputs_below_1e15_trials_are_unchanged() -> None:
         assert out.tolist() == expected
 
 
-class RecordingRng:
-    """A Generator stand-in that records binomial draws and refuses every other sampler."""
-
-    def __init__(self, seed: int) -> None:
-        self._rng = np.random.default_rng(seed)
-        self.binomial_calls: list[tuple[int, tuple[int, ...]]] = []
-
-    def random(self, size: tuple[int, ...]) -> np.ndarray:
-        return self._rng.random(size)
-
-    def binomial(self, n: int, p: float, size: int | tuple[int, ...]) -> np.ndarray:
-        self.binomial_calls.append((int(n), (size,) if isinstance(size, int) else tuple(size)))
-        return self._rng.binomial(n, p, size=size)
-
-    def __getattr__(self, name: str) -> None:
-        raise AssertionError(f"vector_sum used rng.{name} (e.g. a normal approximation)")
-
-
 def _large(n: int, b: int) -> VectorSumParams:
     return VectorSumParams(n, 3, 1.0, 1.0, 0.01, 4, b)
 
 
-def test_large_count_is_a_sum_of_exact_binomial_draws() -> None:
-    """Above 10^15 trials: only binomial draws numpy makes exactly, adding up to n·b trials."""
-    params = _large(5, 400_000_000_002_469)  # n·b = 2·10^15 + 12345
-    rng = RecordingRng(0)
-    vector_sum(USERS[[0, 1, 2, 0, 1]], params, rng)  # type: ignore[arg-type]
-    assert rng.binomial_calls, "no binomial draw at all"
-    per_coordinate = 0
-    for n, shape in rng.binomial_calls:
-        assert n <= BINOMIAL_CHUNK <= 2**53  # numpy's binomial is exact only below 2^53
-        assert shape[-1] == params.dim
-        per_coordinate += n * (shape[0] if len(shape) == 2 else 1)
-    assert per_coordinate == params.n * params.b
-    huge = _large(3, 10**20)  # 3·10^5 chunks, drawn in blocks
-    rng = RecordingRng(1)
-    vector_sum(USERS, huge, rng)  # type: ignore[arg-type]
-    assert sum(n * (s[0] if len(s) == 2 else 1) for n, s in rng.binomial_calls) == 3 * 10**20
+def numpy_blanket(trials: int, p: float, dim: int, rng: np.random.Generator) -> np.ndarray:
+    """The blanket deviations as numpy draws them: one Binomial(trials, p) per coordinate up to
+    10^15 trials, above it Binomial(10^15, p) chunk by chunk and one of the remainder."""
+    if trials <= EXACT_BINOMIAL_MAX:
+        return rng.binomial(trials, p, size=dim).astype(float) - p * trials
+    chunks, rest = divmod(trials, BINOMIAL_CHUNK)
+    draws = rng.binomial(BINOMIAL_CHUNK, p, size=(chunks, dim)).astype(float)
+    total = (draws - p * BINOMIAL_CHUNK).sum(axis=0)
+    if rest:
+        total += rng.binomial(rest, p, size=dim).astype(float) - p * rest
+    return total
+
+
+@pytest.mark.parametrize("trials", [1, 7, 10**9, 10**15 - 1, 10**15, 2 * 10**15 + 12345,
+                                    3 * 10**20])
+def test_blanket_counts_are_exact_binomial_draws(trials: int) -> None:
+    """numpy's own draws, exact below 2^53 each, in numpy's order (the generator's state after
+    them is numpy's), adding up to `trials` per coordinate; another seed draws others."""
+    chunks, rest = blanket_split(trials)
+    assert chunks * BINOMIAL_CHUNK + rest == trials and rest < BINOMIAL_CHUNK <= 2**53
+    mine, numpys = np.random.default_rng(trials % 97), np.random.default_rng(trials % 97)
+    got = blanket_deviation(trials, 0.25, 3, mine)
+    assert got.tolist() == numpy_blanket(trials, 0.25, 3, numpys).tolist()
+    assert mine.bit_generator.state == numpys.bit_generator.state
+    if trials > 10:
+        assert blanket_deviation(trials, 0.25, 3, np.random.default_rng(1)).tolist() != (
+            got.tolist())
 
 
 def test_large_count_stays_on_the_protocols_lattice() -> None:

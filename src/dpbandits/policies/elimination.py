@@ -74,6 +74,23 @@ def central_width(scale: float, d: int, core: int, q_i: float, batches: int, hor
     return 2.0 * d * core * scale / q_i * math.log(2.0 * core * batches * horizon)
 
 
+def leader(estimate: np.ndarray) -> int:
+    """The active arm of largest estimated reward ⟨x, θ̂⟩ (the first of equals), by its position
+    among the active arms: elimination keeps the arms close to it and the exploit phase commits
+    to it (Hanna et al., Algorithms 1–3; Lattimore & Szepesvári, Ch. 22)."""
+    return int(np.argmax(estimate))
+
+
+def eliminate(x: np.ndarray, core_x: np.ndarray, counts: np.ndarray, sums: np.ndarray,
+              width: float) -> tuple[np.ndarray, np.ndarray]:
+    """The batch's least-squares estimate θ̂ = (Σ_a n_a x_a x_aᵀ)⁻¹ Σ_a x_a S_a from the reward
+    sums S_a of its core actions, and the active arms x kept: those whose ⟨x, θ̂⟩ is within 2γ
+    of the leader's (Hanna et al., Algorithm 1; γ = 2^−ℓ in L&S Ch. 22): (kept, estimates)."""
+    gram = (core_x * counts[:, None]).T @ core_x
+    estimate = x @ np.linalg.solve(gram, core_x.T @ sums)
+    return estimate[leader(estimate)] - estimate <= 2.0 * width, estimate
+
+
 @dataclass
 class EliminationConfig:
     """Everything a run needs besides the environment and the two random streams."""
@@ -262,18 +279,14 @@ def run_elimination(
         if t >= horizon:
             trace.gamma.append(math.nan)
             break
-        xs = x[support]
-        gram = (xs * counts[support, None]).T @ xs
-        theta_hat = np.linalg.solve(gram, xs.T @ noisy)
         gamma = cfg.width_scale * _width(
             cfg, design.support.size, q_i, batches, log_term, local_scale
         )
         trace.gamma.append(gamma)
-        estimate = x @ theta_hat
-        keep = estimate.max() - estimate <= 2.0 * gamma
+        keep, estimate = eliminate(x, x[support], counts[support], noisy, gamma)
         active, estimate = active[keep], estimate[keep]
     if t < horizon:
-        best = int(active[0] if active.size == 1 else active[int(np.argmax(estimate))])
+        best = _committed(active, estimate)
         trace.exploit_start, trace.exploit_action = t, best
         segments.append(_exploit_segment(cfg, best, means[best], noise_sd, horizon - t, rng_env))
     trace.final_active = active
@@ -302,6 +315,7 @@ def run_ls_elimination(
     segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     trace = EliminationTrace(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
     t, phase = 0, 0
+    estimate: np.ndarray | None = None
     while active.size > 1 and t < horizon:
         phase += 1
         width = 2.0**-phase
@@ -324,12 +338,10 @@ def run_ls_elimination(
         t += int(counts.sum())
         if t >= horizon:
             break
-        xs = x[support]
-        gram = (xs * counts[support, None]).T @ xs
-        estimate = x @ np.linalg.solve(gram, xs.T @ sums)
-        active = active[estimate.max() - estimate <= 2.0 * width]
+        keep, estimate = eliminate(x, x[support], counts[support], sums, width)
+        active, estimate = active[keep], estimate[keep]
     if t < horizon:
-        best = int(active[0])
+        best = _committed(active, estimate)
         trace.exploit_start, trace.exploit_action = t, best
         segments.append(_exploit_segment(cfg, best, means[best], noise_sd, horizon - t, rng_env))
     trace.final_active = active
@@ -337,6 +349,12 @@ def run_ls_elimination(
     trace.segment_lengths = np.concatenate([s[1] for s in segments]).astype(np.int64)
     trace.segment_rewards = np.concatenate([s[2] for s in segments]).astype(np.float64)
     return trace
+
+
+def _committed(active: np.ndarray, estimate: np.ndarray | None) -> int:
+    """The action the exploit phase plays: the leader of the last estimates (the only action
+    when none were made)."""
+    return int(active[0] if estimate is None else active[leader(estimate)])
 
 
 def _exploit_segment(
@@ -411,6 +429,8 @@ def _width(
 class EliminationPolicy(BatchedPolicy):
     """Common policy wrapper: validates parameters, runs the vectorised path, keeps the ledger."""
 
+    decision_rule = staticmethod(leader)
+    update_rule = staticmethod(eliminate)
     mode: ClassVar[str] = "nonprivate"
     schedule: ClassVar[str] = "batched"
     families: ClassVar[tuple[str, ...]] = ("linear",)

@@ -12,19 +12,21 @@ partition per batch. Strict accounting requires the constants of the CJMP theore
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
-from dpbandits import _design, _stacked
 from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.design import MAX_ITER as DESIGN_MAX_ITER
-from dpbandits.design import RANK_TOL, g_optimal_design
+from dpbandits.design import design_of, draw_index, within_bound
 from dpbandits.errors import ConfigError, PrivacyBudgetError
-from dpbandits.links import LINK_KINDS, compiled_dot, expit, get_link
+from dpbandits.jit import jit
+from dpbandits.linalg import dot
+from dpbandits.links import get_link, mean_dot
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
+from dpbandits.policies.tables import pull
 from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
 from dpbandits.privacy.split import compose
 from dpbandits.privacy.tree import psd_repair
@@ -92,6 +94,141 @@ def batch_schedule(horizon: int, first: int, alpha: float, n_batches: int,
     return lengths
 
 
+class Estimates(NamedTuple):
+    """The estimates of the batches so far, stacked for the rounds' kernels: θ̂_j (M, d), the
+    eigen-pairs of V₁, H₂, … ((M, d) values, (M, d, d) vectors as columns) and each
+    elimination width's scale γκ^p (j = 1) or γ (M,); the first `count` rows are made."""
+
+    theta: np.ndarray
+    vals: np.ndarray
+    vecs: np.ndarray
+    scale: np.ndarray
+
+
+class Rule(NamedTuple):
+    """The constants of a round's action: β's scale γκ^p and cap 2S, R, the link's kind,
+    √w (else w) scaling, and the design's tolerance and step cap."""
+
+    beta_scale: float
+    max_width: float
+    reward_bound: float
+    kind: int
+    scale_sqrt: bool
+    tol: float
+    max_iter: int
+
+
+@jit
+def inverse_norm_eig(vals: np.ndarray, vecs: np.ndarray, x: np.ndarray) -> float:
+    """‖x‖_{V⁻¹} = √(Σ_c (xᵀq_c)²/λ_c) from the eigen-pairs (λ_c, q_c) of V."""
+    total = 0.0
+    for c in range(vals.shape[0]):
+        along = 0.0
+        for i in range(x.shape[0]):
+            along += x[i] * vecs[i, c]
+        total += along * along / vals[c]
+    return math.sqrt(total)
+
+
+@jit
+def survivors(arms: np.ndarray, est: Estimates, count: int, alive: np.ndarray) -> int:
+    """Successive elimination with every earlier batch's estimate (Private-GLM paper, Sec. 5):
+    estimate j keeps the x with ⟨x, θ̂_j⟩ + w_j(x) ≥ max_y ⟨y, θ̂_j⟩ − w_j(y), w_j(x) =
+    scale_j·‖x‖_{V_j⁻¹}; the indices kept go to alive[:m], m returned."""
+    m = arms.shape[0]
+    for a in range(m):
+        alive[a] = a
+    centre = np.empty(m)
+    width = np.empty(m)
+    for j in range(count):
+        floor = -np.inf
+        for a in range(m):
+            x = arms[alive[a]]
+            centre[a] = dot(x, est.theta[j])
+            width[a] = est.scale[j] * inverse_norm_eig(est.vals[j], est.vecs[j], x)
+            floor = max(floor, centre[a] - width[a])
+        kept = 0
+        for a in range(m):
+            if centre[a] + width[a] >= floor:
+                alive[kept] = alive[a]
+                kept += 1
+        m = kept
+    return m
+
+
+@jit
+def arm_weight(x: np.ndarray, est: Estimates, count: int, rule: Rule) -> float:
+    """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V₁⁻¹})) (Private-GLM paper,
+    Sec. 5); 1 before the first estimate."""
+    if count == 0:
+        return 1.0
+    width = rule.beta_scale * inverse_norm_eig(est.vals[0], est.vecs[0], x)
+    beta = math.exp(rule.reward_bound * min(rule.max_width, width))
+    return mean_dot(rule.kind, dot(x, est.theta[0])) / beta
+
+
+@jit
+def design_points(arms: np.ndarray, alive: np.ndarray, m: int, est: Estimates, count: int,
+                  rule: Rule) -> np.ndarray:
+    """The design points √w(x)·x (w(x)·x without scale_sqrt) of the survivors alive[:m]."""
+    points = np.empty((m, arms.shape[1]))
+    for a in range(m):
+        x = arms[alive[a]]
+        w = arm_weight(x, est, count, rule)
+        factor = math.sqrt(w) if rule.scale_sqrt else w
+        for i in range(x.shape[0]):
+            points[a, i] = factor * x[i]
+    return points
+
+
+@jit
+def shuffle_glm_arm(arms: np.ndarray, est: Estimates, count: int, rule: Rule,
+                    rng: np.random.Generator, candidates: np.ndarray) -> int:
+    """Algorithm 1's action (Private-GLM paper, Sec. 5): a draw from the G-optimal design on the
+    arms (batch 1), else on the rescaled survivors of elimination by the earlier estimates (a
+    single candidate without a draw); candidates[0] ← the number of arms drawn from."""
+    k = arms.shape[0]
+    alive = np.empty(k, dtype=np.int64)
+    for a in range(k):
+        alive[a] = a
+    points = arms
+    if count > 0:
+        k = survivors(arms, est, count, alive)
+        points = design_points(arms, alive, k, est, count, rule)
+    candidates[0] = k
+    if k == 1:
+        return alive[0]
+    design, basis, g, _ = design_of(points, rule.tol, rule.max_iter)
+    if not within_bound(g, basis.shape[0]):
+        raise RuntimeError("the G-optimal design failed: g > 2k or no direction spanned")
+    return alive[draw_index(design, rng)]
+
+
+@jit
+def record(xs: np.ndarray, rewards: np.ndarray, weights: np.ndarray, n: int, x: np.ndarray,
+           r: float, w: float) -> None:
+    """The batch's n-th round: its (x, r) and w(x), the data of the batch's releases."""
+    for i in range(x.shape[0]):
+        xs[n, i] = x[i]
+    rewards[n] = r
+    weights[n] = w
+
+
+@jit
+def shuffle_glm_rounds(start: int, stop: int, tables: OutcomeTables, est: Estimates,
+                       count: int, rule: Rule, rng: np.random.Generator, xs: np.ndarray,
+                       rewards: np.ndarray, weights: np.ndarray, drawn_from: np.ndarray
+                       ) -> None:
+    """Rounds start … stop − 1 (one batch) of Algorithm 1 on pre-drawn tables."""
+    candidates = np.zeros(1, dtype=np.int64)
+    for t in range(start, stop):
+        arms = tables.arms[t]
+        i = shuffle_glm_arm(arms, est, count, rule, rng, candidates)
+        record(xs, rewards, weights, t - start, arms[i], pull(tables, t, i),
+               arm_weight(arms[i], est, count, rule))
+        drawn_from[t] = candidates[0]
+
+
 class ShuffleGLM(Policy):
     """Algorithm 1 (docs/glm.md, "Algorithm 1"). The paper gives no code; every reconstructed
     choice is a declared parameter (`dpbandits list algorithms`)."""
@@ -103,6 +240,9 @@ class ShuffleGLM(Policy):
         arm_norms=UNIT_NORMS, rewards=(1.0, 0.0), default_runs=200, epsilon=1.0, delta=0.02,
         note="paper mode with the practical vector-summation constants, as configured"),)
     private: ClassVar[bool] = True
+    plays_tables: ClassVar[bool] = True
+    decision_rule = staticmethod(shuffle_glm_arm)
+    update_rule = staticmethod(record)
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit")
     parameters: ClassVar[Declaration] = (
         integer("n_batches", None, "number of batches M (null: ⌈log2 log2 T⌉ + 1)", ge=1,
@@ -177,19 +317,21 @@ class ShuffleGLM(Policy):
         self.log_term = math.log(2.0 * d * self.n_batches * T / delta)
         # batch state
         self.batch = 0  # 0-based index of the current batch
-        self.buf_x = np.empty((max(self.lengths), d))
-        self.buf_r = np.empty(max(self.lengths))
-        self.buf_w = np.empty(max(self.lengths))
+        longest, batches = max(self.lengths), len(self.lengths)
+        self.buf_x = np.empty((longest, d))
+        self.buf_r = np.empty(longest)
+        self.buf_w = np.empty(longest)
         self.n_buf = 0
-        self.theta: list[np.ndarray] = []  # θ̂_1..θ̂_k
-        # the lists stacked (estimates are only appended to them, never changed in place),
-        # their lengths and the width constants, and the stacks
-        self._estimates: tuple = (None, None, None, ())
-        self.gram_eig: list[tuple[np.ndarray, np.ndarray]] = []  # V, H_2.., as eigen-pairs
+        self.estimates = Estimates(np.zeros((batches, d)), np.ones((batches, d)),
+                                   np.zeros((batches, d, d)), np.zeros(batches))
+        self.count = 0  # estimates made: θ̂_1..θ̂_count
+        self.rule = Rule(self.gamma * self.kappa**self.beta_power, 2.0 * S, float(R),
+                         self.link.kind, bool(self.scale_sqrt), self.design_tol,
+                         DESIGN_MAX_ITER)
+        self.candidates = np.zeros(1, dtype=np.int64)  # the arms the last action was drawn from
+        self.drawn_from = np.zeros(T, dtype=np.int64)  # the number of arms of each round
         self.batch_costs: list[tuple[float, float]] = []
         self.records: list[dict[str, float]] = []
-        self.kept_counts: list[int] = []
-        self._w_next = 1.0
 
     @classmethod
     def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
@@ -221,82 +363,10 @@ class ShuffleGLM(Policy):
 
     # ------------------------------------------------------------------ rounds
 
-    def _weights(self, arms: np.ndarray) -> np.ndarray:
-        """w(x) = μ̇(⟨x, θ̂₁⟩)/β(x), β(x) = exp(R·min(2S, γκ^p‖x‖_{V⁻¹})) (paper Sec. 5)."""
-        vals, vecs = self.gram_eig[0]
-        norm_v = np.sqrt(((arms @ vecs) ** 2 / vals).sum(axis=1))
-        width = self.gamma * self.kappa**self.beta_power * norm_v
-        beta = np.exp(self.problem.R * np.minimum(2.0 * self.problem.S, width))
-        return self.link.dot(arms @ self.theta[0]) / beta
-
-    def _stacks(self) -> tuple[np.ndarray, ...]:
-        """`estimate_stacks`, made again only once an estimate or a width constant changes."""
-        theta, gram_eig, sizes, stacks = self._estimates
-        now = (len(self.theta), len(self.gram_eig), self.gamma, self.kappa, self.elim_power)
-        if not (theta is self.theta and gram_eig is self.gram_eig and sizes == now):
-            self._estimates = (self.theta, self.gram_eig, now, self.estimate_stacks())
-        return self._estimates[3]
-
-    def _survivors(self, arms: np.ndarray) -> np.ndarray:
-        """Successive elimination with every earlier batch's estimate (paper Sec. 5), compiled
-        (`_stacked.survivors`, the bits of `numpy_survivors`: tests/test_stacked.py)."""
-        kept = _stacked.survivors(np.ascontiguousarray(arms, dtype=float), *self._stacks())
-        return self.numpy_survivors(arms) if kept is None else kept
-
-    def _points(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(survivors, their design points, their weights w), compiled (`_stacked.
-        shuffle_points`, the bits of `numpy_points`: tests/test_stacked.py)."""
-        if not compiled_dot(self.link):
-            return self.numpy_points(arms)
-        found = _stacked.shuffle_points(
-            np.ascontiguousarray(arms, dtype=float), *self._stacks(),
-            self.gamma * self.kappa**self.beta_power, 2.0 * self.problem.S, self.problem.R,
-            LINK_KINDS[self.link.name], expit, self.scale_sqrt)
-        return self.numpy_points(arms) if found is None else found
-
-    def numpy_points(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """`_points` in numpy: the survivors x, w(x), and √w(x)·x (w(x)·x without scale_sqrt)."""
-        alive = self._survivors(arms)
-        w = self._weights(arms[alive])
-        scale = np.sqrt(w) if self.scale_sqrt else w
-        return alive, scale[:, None] * arms[alive], w
-
-    def estimate_stacks(self) -> tuple[np.ndarray, ...]:
-        """The batch estimates θ̂_j, the eigen-pairs of V_j and the width scales γκ^p (j = 0)
-        or γ, stacked as `_stacked.survivors` takes them."""
-        scales = [self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0)
-                  for j in range(len(self.theta))]
-        vals, vecs = zip(*self.gram_eig, strict=True)
-        return np.array(self.theta), np.array(vals), np.array(vecs), np.array(scales)
-
-    def numpy_survivors(self, arms: np.ndarray) -> np.ndarray:
-        """`_survivors` in numpy (where no arm is left before an estimate, its max raises)."""
-        alive = np.arange(arms.shape[0])
-        for j, (theta, (vals, vecs)) in enumerate(zip(self.theta, self.gram_eig, strict=True)):
-            x = arms[alive]
-            norm = np.sqrt(((x @ vecs) ** 2 / vals).sum(axis=1))
-            width = self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0) * norm
-            centre = x @ theta
-            alive = alive[centre + width >= (centre - width).max()]
-        return alive
-
-    def _design_choice(self, points: np.ndarray) -> int:
-        """An action drawn from the G-optimal design on the points, compiled (`_design.draw`,
-        the draw of `numpy_choice`: tests/test_design.py)."""
-        if points.shape[0] == 1:
-            return 0
-        if points.shape[0] == 0:  # no arm survived: refused where numpy's design is asked
-            return self.numpy_choice(points)
-        generator = self.rng.bit_generator
-        with generator.lock:
-            index = _design.draw(np.ascontiguousarray(points, dtype=float), self.design_tol,
-                                 DESIGN_MAX_ITER, RANK_TOL, generator.capsule)
-        return self.numpy_choice(points) if index is None else index
-
-    def numpy_choice(self, points: np.ndarray) -> int:
-        """`_design_choice` in numpy."""
-        weights = np.clip(g_optimal_design(points, tol=self.design_tol), 0.0, None)
-        return int(self.rng.choice(points.shape[0], p=weights / weights.sum()))
+    @property
+    def theta(self) -> list[np.ndarray]:
+        """The batch estimates θ̂_1..θ̂_k made so far."""
+        return list(self.estimates.theta[:self.count])
 
     @property
     def clips_contexts(self) -> bool:
@@ -304,24 +374,34 @@ class ShuffleGLM(Policy):
         return self.accounting == "strict"
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        if self.batch == 0:
-            self._w_next = 1.0
-            return self._design_choice(arms)
-        alive, points, w = self._points(arms)
-        self.kept_counts.append(alive.size)
-        i = self._design_choice(points)
-        self._w_next = float(w[i])
-        return int(alive[i])
+        return shuffle_glm_arm(np.ascontiguousarray(arms, dtype=float), self.estimates,
+                               self.count, self.rule, self.rng, self.candidates)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        self.buf_x[self.n_buf], self.buf_r[self.n_buf] = x, r
-        self.buf_w[self.n_buf] = self._w_next
+        x = np.ascontiguousarray(x, dtype=float)
+        record(self.buf_x, self.buf_r, self.buf_w, self.n_buf, x, float(r),
+               arm_weight(x, self.estimates, self.count, self.rule))
+        self.drawn_from[t] = self.candidates[0]
         self.n_buf += 1
         if t + 1 == self.ends[self.batch]:
-            if self.batch + 1 < len(self.lengths):
-                self._end_batch()
-            self.batch += 1
-            self.n_buf = 0
+            self._close_batch()
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        start = 0
+        for stop in self.ends:
+            shuffle_glm_rounds(int(start), int(stop), tables, self.estimates, self.count,
+                               self.rule, self.rng, self.buf_x, self.buf_r, self.buf_w,
+                               self.drawn_from)
+            self.n_buf = int(stop - start)
+            self._close_batch()
+            start = stop
+
+    def _close_batch(self) -> None:
+        """The batch's releases (all batches but the last), then the next batch."""
+        if self.batch + 1 < len(self.lengths):
+            self._end_batch()
+        self.batch += 1
+        self.n_buf = 0
 
     def _end_batch(self) -> None:
         """Private Gram matrix and P_GD estimate from this batch's data only (paper Sec. 5)."""
@@ -336,12 +416,15 @@ class ShuffleGLM(Policy):
         gram, params = sym_sum(x, None if first else w, bound, self.eps_sum, self.delta_half,
                                self.rng, c_b=self.c_b, log_arg=self.log_arg)
         gram[np.diag_indices(d)] += lam
-        self.gram_eig.append(psd_repair(gram, lam_min if self.psd_floor else 1e-12))
+        vals, vecs = psd_repair(gram, lam_min if self.psd_floor else 1e-12)
         gd = shuffle_gd(x, r, self.link, S=self.problem.S, epsilon=self.eps_half,
                         delta=self.delta_half, lam_max=lam_max, R=self.problem.R, rng=self.rng,
                         log_power=self.gd_log_power, max_iters=self.gd_max_iters,
                         step_rule=self.gd_step, c_b=self.c_b, log_arg=self.log_arg)
-        self.theta.append(gd.theta)
+        est, j = self.estimates, self.count
+        est.theta[j], est.vals[j], est.vecs[j] = gd.theta, vals, vecs
+        est.scale[j] = self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0)
+        self.count += 1
         gd_eps, gd_delta = compose(gd.eps_iter, gd.delta_iter, gd.iterations, self.delta_half)
         if self.formal and (gd_eps > self.eps_half * (1 + 1e-9)
                             or gd_delta > self.delta_half * (1 + 1e-9)):
@@ -382,11 +465,11 @@ class ShuffleGLM(Policy):
             "batch_noise_sd": np.asarray([r["noise_sd"] for r in self.records], dtype=float),
             "gd_iterations": np.asarray([r["gd_iterations"] for r in self.records],
                                         dtype=np.int64),
-            "survivors": np.asarray(self.kept_counts, dtype=np.int64),
+            "survivors": self.drawn_from[self.ends[0]:].copy(),
         }
 
     def diagnostics(self) -> dict[str, float]:
-        kept = np.asarray(self.kept_counts, dtype=float)
+        kept = self.drawn_from[self.ends[0]:].astype(float)
         return {
             "n_batches": float(len(self.lengths)),
             "warmup_length": float(self.lengths[0]),

@@ -6,25 +6,24 @@ As used by the Private-GLM paper, Appendices E ("Convention bridging") and U; do
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from dpbandits.errors import ConfigError
-from dpbandits.links import Link, compiled_mean, compiled_mean_ufunc
-from dpbandits.privacy import _shuffle
-from dpbandits.privacy.dpsgd import project_ball
+from dpbandits.jit import jit
+from dpbandits.linalg import dot, project_ball_into
+from dpbandits.links import Link, mean
 from dpbandits.privacy.split import split
 from dpbandits.privacy.vector_sum import (
     CB_THEORY,
     MAX_EPSILON,
     VectorSumParams,
-    blanket_deviation,
-    compiled_levels,
-    compiled_rows,
-    vector_sum,
+    blanket_draws,
+    blanket_split,
+    levels_of,
+    rounded_level,
     vector_sum_params,
 )
 
@@ -70,10 +69,17 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
     split(ε, δ, N); the output is the mean of θ_1..θ_N. A per-iteration ε above CJMP's
     limit of 15 is lowered to 15 (less privacy loss than budgeted).
     """
+    X = np.ascontiguousarray(X, dtype=float)
+    y = np.ascontiguousarray(y, dtype=float)
     n, d = X.shape
-    theta = np.zeros(d) if theta0 is None else project_ball(np.array(theta0, float), S)
+    theta = np.zeros(d)
+    if theta0 is not None:
+        theta = np.array(theta0, dtype=float)
+        project_ball_into(theta, float(S))
     if n == 0:
         return PGDResult(theta, 0, 0.0, 0.0, 0.0, 0.0, None, False)
+    if not (np.isfinite(X).all() and np.isfinite(y).all()):
+        raise ValueError("P_GD's data are not allowed; features and rewards must be finite")
     iters = gd_iterations(epsilon, delta, n, d, log_power=log_power, max_iters=max_iters)
     eps_i, delta_i = split(epsilon, delta, iters)
     capped = eps_i > MAX_EPSILON
@@ -85,46 +91,49 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
         raise ConfigError(f"step_rule = {step_rule!r} is not allowed; allowed: "
                           f"{', '.join(STEP_RULES)}")
     params = vector_sum_params(n, d, lg, eps_i, delta_i, c_b=c_b, log_arg=log_arg)
+    chunks, rest = blanket_split(params.n * params.b)
+    mean_theta = gd_steps(X, y, theta, iters, lam_max / n, step, float(S), params.bound,
+                          levels_of(params), link.kind, chunks, rest, params.p, rng)
+    return PGDResult(mean_theta, iters, eps_i, delta_i, step, lg, params, capped)
+
+
+@jit
+def clip_factor(norm: float, bound: float) -> float:
+    """min(1, L/max(‖v‖, 1e-300)): the factor that clips a user's vector to norm ≤ L."""
+    return min(1.0, bound / max(norm, 1e-300))
+
+
+@jit
+def gd_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, iterations: int,
+             lam_over_n: float, step: float, radius: float, bound: float, g: int, kind: int,
+             chunks: int, rest: int, p: float, rng: np.random.Generator) -> np.ndarray:
+    """P_GD's iterations from θ (changed in place): the mean of θ_1..θ_N (Cheu et al., App. U).
+
+    Iteration: each user's gradient (μ(xᵀθ) − r)x + (λ_max/n)θ clipped to L_g, summed by P_vec
+    (its rounding draws user by user, then the blanket count), θ ← Π_S(θ − η ĝ/n).
+    """
+    n, d = X.shape
     total = np.zeros(d)
-    theta, done = compiled_steps(X, y, theta, total, iters, lam_max / n, step, S, link, params,
-                                 rng)
-    for _ in range(done, iters):
-        total += theta
-        grads = (link.mean(X @ theta) - y)[:, None] * X + (lam_max / n) * theta
-        grads = clipped_gradients_rows(grads, lg)
-        g_hat = vector_sum(grads, params, rng)
-        theta = project_ball(theta - step * g_hat / n, S)
-    return PGDResult(total / iters, iters, eps_i, delta_i, step, lg, params, capped)
-
-
-def compiled_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, total: np.ndarray,
-                   iters: int, lam_over_n: float, step: float, S: float, link: Link,
-                   params: VectorSumParams, rng: np.random.Generator
-                   ) -> tuple[np.ndarray, int]:
-    """P_GD's iterations compiled (`_shuffle.gd_steps`, the bits and draws of the loop in
-    `shuffle_gd`: tests/privacy/test_shuffle_gd.py), adding each θ to `total`: (θ, iterations
-    made). None are made for arrays or constants it does not take or a link whose mean is not
-    a ufunc; it stops before an iteration whose clipped gradients are NaN or above the bound.
-    The loop in `shuffle_gd` makes the rest."""
-    if not (compiled_mean(link) and isinstance(rng, np.random.Generator) and compiled_rows(X)
-            and isinstance(y, np.ndarray) and y.dtype == np.float64 and y.flags.c_contiguous
-            and y.flags.aligned and compiled_levels(params) and params.bound > 0):
-        return theta, 0
-    blanket = functools.partial(blanket_deviation, params.n * params.b, params.p, params.dim,
-                                rng)
-    return _shuffle.gd_steps(X, y, np.ascontiguousarray(theta, dtype=float), total, iters,
-                             lam_over_n, step, S, params.bound, int(params.g),
-                             compiled_mean_ufunc(link), rng, blanket)
-
-
-def clipped_gradients_rows(grads: np.ndarray, bound: float) -> np.ndarray:
-    """Scale each row down to norm ≤ bound: by min(1, bound/max(‖row‖, 1e-300)) (compiled in
-    `_shuffle.clip_rows` for C-ordered aligned float64 rows, numpy's arithmetic)."""
-    if (grads.ndim == 2 and grads.size and grads.dtype == np.float64
-            and grads.flags.c_contiguous and grads.flags.aligned):
-        out = grads.copy()
-        _shuffle.clip_rows(out, float(bound))
-        return out
-    norms = np.sqrt(np.einsum("ij,ij->i", grads, grads))
-    return grads * np.minimum(1.0, bound / np.maximum(norms, 1e-300))[:, None]
-
+    grad = np.empty(d)
+    levels = np.zeros(d, dtype=np.int64)
+    scale = bound / g
+    offset = n * bound
+    for _ in range(iterations):
+        for c in range(d):
+            total[c] += theta[c]
+            levels[c] = 0
+        for i in range(n):
+            residual = mean(kind, dot(X[i], theta)) - y[i]
+            for c in range(d):
+                grad[c] = residual * X[i, c] + lam_over_n * theta[c]
+            factor = clip_factor(math.sqrt(dot(grad, grad)), bound)
+            for c in range(d):
+                levels[c] += rounded_level(grad[c] * factor, bound, g, rng.random())
+        blanket = blanket_draws(chunks, rest, p, d, rng)
+        for c in range(d):
+            g_hat = scale * (levels[c] + blanket[c]) - offset
+            theta[c] = theta[c] - step * g_hat / n
+        project_ball_into(theta, radius)
+    for c in range(d):
+        total[c] /= iterations
+    return total

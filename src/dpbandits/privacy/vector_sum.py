@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits.errors import ConfigError
-from dpbandits.privacy import _shuffle
+from dpbandits.jit import jit, python_function
 
 CB_THEORY = 24.0e4  # CJMP's constant for P_vec as used here (unverified, see module docstring)
 CB_PRACTICAL = 1.0
@@ -33,7 +33,6 @@ MAX_EPSILON = 15.0  # range ε ≤ 15 of CJMP's guarantee for P_vec (unverified)
 # EXACT_BINOMIAL_MAX are drawn as sums of Binomial(BINOMIAL_CHUNK, p) and a remainder.
 EXACT_BINOMIAL_MAX = 1e15
 BINOMIAL_CHUNK = 10**15
-CHUNK_BLOCK = 1024  # chunks drawn per numpy call (bounds memory at 1024·D draws)
 
 
 @dataclass(frozen=True)
@@ -89,57 +88,74 @@ def vector_sum_params(n: int, dim: int, bound: float, epsilon: float, delta: flo
     return VectorSumParams(n, dim, float(bound), float(epsilon), float(delta), g, max(b, 1))
 
 
+@jit
+def rounded_level(value: float, bound: float, g: int, u: float) -> int:
+    """ȳ = ⌊w⌋ + [u < w − ⌊w⌋], w = (value + L)·g/L clipped to [0, 2g]: one coordinate's level
+    in {0..2g} by randomised rounding with the uniform draw u (CJMP P_vec, the randomiser)."""
+    scaled = min(max((value + bound) * (g / bound), 0.0), 2.0 * g)
+    base = math.floor(scaled)
+    return base + 1 if u < scaled - base else base
+
+
+@jit
+def level_sums(v: np.ndarray, bound: float, g: int, uniforms: np.ndarray) -> np.ndarray:
+    """Σ_u ȳ_u per coordinate of the users' rows v (n, D) from their rounding draws (n, D)."""
+    n, dim = v.shape
+    totals = np.zeros(dim, dtype=np.int64)
+    for i in range(n):
+        for j in range(dim):
+            totals[j] += rounded_level(v[i, j], bound, g, uniforms[i, j])
+    return totals.astype(np.float64)
+
+
+@jit
+def max_row_norm(v: np.ndarray) -> float:
+    """The largest ‖v_u‖ over the rows (−∞ without rows, NaN where an entry is not finite)."""
+    largest = -np.inf
+    for i in range(v.shape[0]):
+        total = 0.0
+        for j in range(v.shape[1]):
+            if not math.isfinite(v[i, j]):
+                return np.nan
+            total += v[i, j] * v[i, j]
+        largest = max(largest, math.sqrt(total))
+    return largest
+
+
+@jit
+def blanket_draws(chunks: int, rest: int, p: float, dim: int, rng: np.random.Generator
+                  ) -> np.ndarray:
+    """Binomial(chunks·C + rest, p) − its mean per coordinate, C = 10^15: `chunks` draws of
+    Binomial(C, p) per coordinate (chunk by chunk), then one of Binomial(rest, p)."""
+    out = np.zeros(dim)
+    chunk_mean = p * BINOMIAL_CHUNK
+    for _ in range(chunks):
+        for j in range(dim):
+            out[j] += rng.binomial(BINOMIAL_CHUNK, p) - chunk_mean
+    if rest > 0:
+        rest_mean = p * rest
+        for j in range(dim):
+            out[j] += rng.binomial(rest, p) - rest_mean
+    return out
+
+
 def _check_vectors(vectors: np.ndarray, params: VectorSumParams) -> np.ndarray:
-    v = np.atleast_2d(np.asarray(vectors, dtype=float))
+    v = np.ascontiguousarray(np.atleast_2d(np.asarray(vectors, dtype=float)))
     if v.shape != (params.n, params.dim):
         raise ValueError(f"vectors have shape {v.shape}; expected ({params.n}, {params.dim})")
-    if compiled_rows(v):
-        largest = _shuffle.max_row_norm(v)
-    else:
-        norms = np.sqrt(np.einsum("ij,ij->i", v, v))
-        largest = norms.max() if norms.size else -math.inf
+    largest = max_row_norm(v)
+    if math.isnan(largest):
+        raise ValueError("a user's vector has a non-finite entry")
     if largest > params.bound * (1 + 1e-9):
         raise ValueError(f"a user's vector has norm {largest:.6g} > bound {params.bound}")
     return v
 
 
-def compiled_levels(params: VectorSumParams) -> bool:
-    """Whether `_shuffle` sums these levels: g an integer in [1, 2^40]."""
-    return float(params.g).is_integer() and 1 <= params.g <= 2**40
-
-
-def compiled_rows(v: np.ndarray) -> bool:
-    """Whether `_shuffle` takes these vectors: C-ordered aligned native float64 (n, D),
-    n, D ≥ 1 (others take numpy's calls)."""
-    return (v.ndim == 2 and v.dtype == np.float64 and v.flags.c_contiguous and v.flags.aligned
-            and v.size > 0)
-
-
-def _rounded_levels(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """ȳ = ⌊w g/L⌋ + Bernoulli(frac), w = v + L: integer levels in {0..2g} and the fractions."""
-    return _levels(v, params, rng.random(v.shape))
-
-
-def _levels(v: np.ndarray, params: VectorSumParams, uniforms: np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray]:
-    """`_rounded_levels` with its rounding draws given."""
-    scaled = np.clip((v + params.bound) * (params.g / params.bound), 0.0, 2.0 * params.g)
-    base = np.floor(scaled)
-    frac = scaled - base
-    return base.astype(np.int64) + (uniforms < frac), frac
-
-
-def _level_sums(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator
-                ) -> np.ndarray:
-    """Σ_u ȳ_u per coordinate as floats, from the same rounding draws (compiled in `_shuffle`
-    where it takes the vectors and no value is NaN)."""
-    uniforms = rng.random(v.shape)
-    sums = (_shuffle.level_sums(v, params.bound, int(params.g), uniforms)
-            if compiled_levels(params) and compiled_rows(v) else None)
-    if sums is None:
-        sums = _levels(v, params, uniforms)[0].sum(axis=0).astype(float)
-    return sums
+def levels_of(params: VectorSumParams) -> int:
+    """The number of levels g as an integer (the rounding runs on integers)."""
+    if not float(params.g).is_integer() or params.g < 1:
+        raise ValueError(f"g = {params.g!r} is not allowed; must be an integer >= 1")
+    return int(params.g)
 
 
 def randomize(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator) -> np.ndarray:
@@ -147,13 +163,13 @@ def randomize(v: np.ndarray, params: VectorSumParams, rng: np.random.Generator) 
     v = np.asarray(v, dtype=float).reshape(1, -1)
     one = VectorSumParams(1, params.dim, params.bound, params.epsilon, params.delta,
                           params.g, params.b, params.p)
-    _check_vectors(v, one)
-    levels, _ = _rounded_levels(v, params, rng)
+    v = _check_vectors(v, one)
+    levels = level_sums(v, params.bound, levels_of(params), rng.random(v.shape)).astype(np.int64)
     per = 2 * params.g + params.b
     tags = np.repeat(np.arange(params.dim), per)
     bits = np.zeros((params.dim, per), dtype=np.int8)
     for j in range(params.dim):
-        bits[j, : levels[0, j]] = 1
+        bits[j, : levels[j]] = 1
         bits[j, 2 * params.g:] = rng.random(params.b) < params.p
     return np.column_stack([tags, bits.ravel()])
 
@@ -178,23 +194,24 @@ def run_protocol(vectors: np.ndarray, params: VectorSumParams,
     return analyze(shuffle(msgs, rng), params)
 
 
+def blanket_split(trials: int) -> tuple[int, int]:
+    """(chunks, rest) with trials = chunks·10^15 + rest: a count up to 10^15 is one draw."""
+    return divmod(int(trials), BINOMIAL_CHUNK)
+
+
 def blanket_deviation(trials: int, p: float, dim: int, rng: np.random.Generator
                       ) -> np.ndarray:
-    """Binomial(trials, p) − trials·p for each of `dim` coordinates, exact at any trials."""
-    if trials <= EXACT_BINOMIAL_MAX:
-        return rng.binomial(trials, p, size=dim).astype(float) - p * trials
-    # Binomial(kC + r, p) is the sum of k independent Binomial(C, p) and one Binomial(r, p).
-    # Deviations from each part's mean are integers (p = 1/4, C = 10^15) far below 2^53, so
-    # their float sum is exact.
-    chunks, rest = divmod(int(trials), BINOMIAL_CHUNK)
-    total = np.zeros(dim)
-    for start in range(0, chunks, CHUNK_BLOCK):
-        rows = min(CHUNK_BLOCK, chunks - start)
-        draws = rng.binomial(BINOMIAL_CHUNK, p, size=(rows, dim)).astype(float)
-        total += (draws - p * BINOMIAL_CHUNK).sum(axis=0)
-    if rest:
-        total += rng.binomial(rest, p, size=dim).astype(float) - p * rest
-    return total
+    """Binomial(trials, p) − trials·p for each of `dim` coordinates, exact at any trials.
+
+    Binomial(kC + r, p) is the sum of k independent Binomial(C, p) and one Binomial(r, p).
+    Deviations from each part's mean are integers (p = 1/4, C = 10^15) far below 2^53, so their
+    float sum is exact.
+    """
+    chunks, rest = blanket_split(trials)
+    # One draw per coordinate costs less as Python than a compiled call (which unboxes the
+    # Generator, ~10 µs): the kernel's own code runs as Python then.
+    draws = blanket_draws if chunks else python_function(blanket_draws)
+    return draws(chunks, rest, float(p), int(dim), rng)
 
 
 def vector_sum(vectors: np.ndarray, params: VectorSumParams,
@@ -205,7 +222,7 @@ def vector_sum(vectors: np.ndarray, params: VectorSumParams,
     n·b: one numpy draw up to 10^15 trials, a sum of exact chunk draws above.
     """
     v = _check_vectors(vectors, params)
-    sums = _level_sums(v, params, rng)
+    sums = level_sums(v, params.bound, levels_of(params), rng.random(v.shape))
     blanket = blanket_deviation(params.n * params.b, params.p, params.dim, rng)
     scale = params.bound / params.g
     return scale * (sums + blanket) - params.n * params.bound
