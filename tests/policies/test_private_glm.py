@@ -216,12 +216,13 @@ def test_bad_input_is_one_line(kwargs: dict) -> None:
 
 
 def _release_h(pol: pg.PrivateGLM, h: np.ndarray) -> None:
-    """H_cur ← h through the policy's own H release (`release_h`, ab8fd16's running maximum
-    of log det included): a noiseless tree whose one leaf is h."""
+    """H_cur ← h through the policy's own update of a Criterion-I round (H leaf 0, H_cur's
+    release with ab8fd16's running maximum of log det) on a noiseless H-tree holding h."""
     tree = MatrixTree(2, h.shape[0], 0.0, np.random.default_rng(0), eager=True)
     tree.update(h)
-    rounds.release_h(tree.state, pol.constants.mode, pol.state.h_cur, pol.state.logdets,
-                     pol.state.work)
+    pol.state.counts[rounds.WARM] = 1
+    rounds.update_round(0, np.zeros(h.shape[0]), 0.0, pol.state, pol.constants, tree.state,
+                        pol.trees[2])
     np.testing.assert_array_equal(pol.h_cur, h)
 
 

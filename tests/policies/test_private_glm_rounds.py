@@ -91,3 +91,22 @@ def test_the_decision_rule_eliminates_with_theta_w_then_plays_the_ucb_arm() -> N
             keep = arms @ theta_w + width >= (arms @ theta_w - width).max()
             ucb = np.where(keep, ucb, -np.inf)
         assert ucb[arm] >= ucb.max() - 1e-9 and np.isfinite(ucb[arm])
+
+
+def test_the_gershgorin_bound_decides_as_the_eigenvalue() -> None:
+    """`gen_eig_above` says what comparing the largest generalised eigenvalue says, near
+    the threshold (where the eigenvalues decide) and far below it (where the bound does)."""
+    rng = np.random.default_rng(4)
+    for d in (1, 2, 3, 5):
+        for scale in (0.01, 0.1, 0.3, 1.0):
+            for _ in range(40):
+                n = rng.normal(size=(d, d))
+                b = n @ n.T + np.eye(d)
+                e = rng.normal(size=(d, d)) * scale
+                a = b + 0.5 * (e + e.T) @ b @ (e + e.T) * 0.5 + 0.2 * b * rng.random()
+                vals, vecs = np.linalg.eigh(b)
+                w = vecs / np.sqrt(vals)
+                top = rounds.gen_eig_max_white(a, w, np.empty((d, d)))
+                for threshold in (top * 0.999, top * 1.001, top * 1.5, 1.4):
+                    assert rounds.gen_eig_above(a, w, threshold, np.empty((d, d))) == (
+                        top > threshold)

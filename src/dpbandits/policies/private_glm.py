@@ -256,7 +256,6 @@ class PrivateGLM(Policy):
             mode, self.link.kind, c.thr_w, c.beta, self.width_scale, self.switch_above,
             AB8FD16_LOG_DET_RATIO, self.count_margin if self.strict else 0.0)
         self.trees = (self.vtree.state, self.htree.state, counter)
-        self._updates = 0  # rounds updated: each adds at most one row to Z_w and Z_nw
 
     # ------------------------------------------------------------------ the kernels' state
 
@@ -489,21 +488,16 @@ class PrivateGLM(Policy):
         return self.strict
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        self._room(self.vtree, self.htree)
+        self._room(self.vtree)
         phase = START
         arms = np.ascontiguousarray(arms, dtype=float)
         while (phase := select_round(t, phase, arms, self.state, self.constants,
-                                     *self.trees[:2])) != DECIDED:
+                                     self.trees[0])) != DECIDED:
             self.switch(t)
         return int(self.state.counts[ARM])
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        self._room(*(() if self._warm else (self.htree,)),
-                   *((self.counter,) if self.strict else ()))
-        if self._updates >= self.problem.horizon:
-            raise ValueError(f"{self.name}: update {self._updates + 1} exceeds horizon "
-                             f"{self.problem.horizon}")
-        self._updates += 1
+        self._room(self.htree, *((self.counter,) if self.strict else ()))  # a leaf a round
         if update_round(t, np.ascontiguousarray(x, dtype=float), float(r), self.state,
                         self.constants, *self.trees[1:]) == FIT_W:
             self.warm_fit(t)
@@ -520,10 +514,9 @@ class PrivateGLM(Policy):
         """Every round on the tables (`private_glm_rounds`), switches and θ_w fits made here
         at the round the loop stops at."""
         rounds = len(tables.arms)
-        if rounds + max(self.vtree.count, self.htree.count, self._updates) > self.problem.horizon:
+        if rounds + max(self.vtree.count, self.htree.count) > self.problem.horizon:
             raise ValueError(f"{self.name}: {rounds} rounds exceed the horizon "
                              f"{self.problem.horizon}")
-        self._updates += rounds
         t, phase = 0, START
         while True:
             t, phase = private_glm_rounds(t, phase, tables, self.state, self.constants,

@@ -144,9 +144,9 @@ def whiten_into(vals: np.ndarray, vecs: np.ndarray, out: np.ndarray) -> None:
 
 
 @jit
-def gen_eig_max_white(a: np.ndarray, w: np.ndarray, work: np.ndarray) -> float:
-    """Largest eigenvalue of the symmetrised WᵀAW: the largest generalised eigenvalue of
-    (A, B) for the whitening W of B (`work` is scratch)."""
+def whitened(a: np.ndarray, w: np.ndarray, work: np.ndarray) -> np.ndarray:
+    """The symmetrised WᵀAW (`work` is scratch): for the whitening W of B, its eigenvalues
+    are the generalised eigenvalues of (A, B)."""
     d = a.shape[0]
     for i in range(d):  # work = AW
         for j in range(d):
@@ -166,7 +166,31 @@ def gen_eig_max_white(a: np.ndarray, w: np.ndarray, work: np.ndarray) -> float:
             value = (m[i, j] + m[j, i]) * 0.5
             m[i, j] = value
             m[j, i] = value
-    return np.linalg.eigvalsh(m)[d - 1]
+    return m
+
+
+@jit
+def gen_eig_max_white(a: np.ndarray, w: np.ndarray, work: np.ndarray) -> float:
+    """Largest generalised eigenvalue of (A, B) for the whitening W of B."""
+    return np.linalg.eigvalsh(whitened(a, w, work))[a.shape[0] - 1]
+
+
+@jit
+def gen_eig_above(a: np.ndarray, w: np.ndarray, threshold: float, work: np.ndarray) -> bool:
+    """Whether the largest generalised eigenvalue of (A, B), W the whitening of B, exceeds
+    `threshold` > 0. Gershgorin's discs bound it by max_i m_ii + Σ_{j≠i} |m_ij| (m = WᵀAW):
+    a bound below the threshold by far more than rounding settles "no" without the
+    eigenvalues."""
+    m = whitened(a, w, work)
+    bound = -math.inf
+    for i in range(m.shape[0]):
+        row = 0.0
+        for j in range(m.shape[0]):
+            row += abs(m[i, j])
+        bound = max(bound, m[i, i] + (row - abs(m[i, i])))
+    if bound < threshold * (1.0 - 1e-9):
+        return False
+    return np.linalg.eigvalsh(m)[m.shape[0] - 1] > threshold
 
 
 @jit
@@ -199,18 +223,6 @@ def log_det_positive(a: np.ndarray, work: np.ndarray) -> float:
 
 
 @jit
-def release_h(tree: TreeState, mode: int, h_cur: np.ndarray, logdets: np.ndarray,
-              work: np.ndarray) -> None:
-    """H_cur ← the H-tree's PSD-repaired release; ab8fd16 keeps the running maximum of its
-    log det in logdets[0]."""
-    query_into(tree, cover_noise(tree), h_cur)
-    if mode == AB8FD16:
-        value = log_det_positive(h_cur, work)
-        if value > logdets[0]:
-            logdets[0] = value
-
-
-@jit
 def switch_due(c: RoundConstants, stop2: int, h_cur: np.ndarray, hp_white: np.ndarray,
                logdets: np.ndarray, work: np.ndarray) -> bool:
     """Criterion II (Alg. 2 line 11), until c₂ switches: the largest generalised eigenvalue of
@@ -220,7 +232,7 @@ def switch_due(c: RoundConstants, stop2: int, h_cur: np.ndarray, hp_white: np.nd
         return False
     if c.mode == AB8FD16:
         return not logdets[0] < c.log_det_ratio + logdets[1]
-    return gen_eig_max_white(h_cur, hp_white, work) > c.switch_above
+    return gen_eig_above(h_cur, hp_white, c.switch_above, work)
 
 
 @jit
@@ -278,12 +290,13 @@ def ucb_arm(arms: np.ndarray, theta_w: np.ndarray, theta_tau: np.ndarray, beta: 
 
 @jit
 def select_round(t: int, phase: int, arms: np.ndarray, st: RoundState, c: RoundConstants,
-                 vtree: TreeState, htree: TreeState) -> int:
+                 vtree: TreeState) -> int:
     """Alg. 2's choice at round t from `phase` on: DECIDED with the arm in counts[ARM], or the
     phase to resume at once the caller has switched (Criterion II is due): Criterion II first
     in strict mode; Criterion I (line 4), the arm of largest m = ‖x‖²_{V⁻¹} when that exceeds
-    thr_w, with V-tree leaf x xᵀ/(1 + m) and H-tree leaf 0; else V-tree leaf 0, Criterion II
-    in paper mode, and the decision rule `ucb_arm`."""
+    thr_w, with V-tree leaf x xᵀ/(1 + m) (its H-tree leaf 0 is the update's: nothing reads H
+    in between); else V-tree leaf 0, Criterion II in paper mode, and the decision rule
+    `ucb_arm`."""
     counts = st.counts
     if phase == START:
         if c.mode == STRICT and switch_due(c, counts[STOP2], st.h_cur, st.hp_white,
@@ -310,8 +323,6 @@ def select_round(t: int, phase: int, arms: np.ndarray, st: RoundState, c: RoundC
             for j in range(vals.shape[0]):
                 st.v_vecs[i, j] = vecs[i, j]
         if warm:
-            advance(htree.count)
-            release_h(htree, c.mode, st.h_cur, st.logdets, st.work)
             counts[ARM] = a
             return DECIDED
         phase = LATE_CHECK
@@ -337,9 +348,10 @@ def update_round(t: int, x: np.ndarray, r: float, st: RoundState, c: RoundConsta
                  htree: TreeState, counter: TreeState) -> int:
     """Alg. 2's update with the round's (x, r): a Criterion-I sample joins Z_w unless the c₁
     θ_w fits are made (then it is discarded; paper mode: it joins Z_nw as well and a θ_w fit
-    follows), any other joins Z_nw and gives the H-tree its leaf; strict: the counter's leaf
-    (1 for a sample that joined Z_w) and release, a θ_w fit once the released count less the
-    margin reaches n₁ + 1. FIT_W when a θ_w fit is due, else KEEP."""
+    follows) and the H-tree gets leaf 0; any other joins Z_nw and gives the H-tree the leaf
+    μ̇(xᵀθ_w)/e·x xᵀ; H_cur is released (ab8fd16: the running maximum of its log det); strict:
+    the counter's leaf (1 for a sample that joined Z_w) and release, a θ_w fit once the
+    released count less the margin reaches n₁ + 1. FIT_W when a θ_w fit is due, else KEEP."""
     counts = st.counts
     collected = False
     if counts[WARM]:
@@ -354,13 +366,19 @@ def update_round(t: int, x: np.ndarray, r: float, st: RoundState, c: RoundConsta
     if not counts[WARM] or (collected and c.mode != STRICT):
         add_sample(x, r, counts[N_NW], st.znw_x, st.znw_y)
         counts[N_NW] += 1
-    if not counts[WARM]:  # H-tree leaf μ̇(xᵀθ_w)/e·x xᵀ, then H_cur's release
+    if counts[WARM]:
+        advance(htree.count)
+    else:
         weight = mean_dot(c.kind, dot(x, st.theta_w)) / math.e
         for i in range(x.shape[0]):
             for j in range(x.shape[0]):
                 st.leaf[i, j] = weight * (x[i] * x[j])
         add_leaf(htree, st.leaf)
-        release_h(htree, c.mode, st.h_cur, st.logdets, st.work)
+    query_into(htree, cover_noise(htree), st.h_cur)
+    if c.mode == AB8FD16:
+        value = log_det_positive(st.h_cur, st.work)
+        if value > st.logdets[0]:
+            st.logdets[0] = value
     if c.mode != STRICT:
         return FIT_W if collected else KEEP
     st.cell[0, 0] = 1.0
@@ -388,7 +406,7 @@ def private_glm_rounds(t: int, phase: int, tables: OutcomeTables, st: RoundState
             phase = START
             continue
         arms = tables.arms[t]
-        phase = select_round(t, phase, arms, st, c, vtree, htree)
+        phase = select_round(t, phase, arms, st, c, vtree)
         if phase != DECIDED:
             return t, phase
         i = st.counts[ARM]

@@ -147,39 +147,43 @@ def sample_rows(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @jit
+def sgd_epoch(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, order: np.ndarray,
+              noise: np.ndarray, k: int, batch: int, clip: float, lam: float,
+              lr0: float) -> None:
+    """One epoch's len(noise) minibatch steps in place, the s-th on rows
+    order[s·batch : min((s + 1)·batch, n)]: θ ← θ − (lr0/√k)(ḡ + 2λθ + noise[s]), ḡ the mean
+    clipped gradient, k counting steps from `k` + 1 on."""
+    n, d = X.shape
+    g = np.empty(d)
+    for s in range(noise.shape[0]):
+        start = s * batch
+        stop = min(start + batch, n)
+        for j in range(d):
+            g[j] = 0.0
+        for i in range(start, stop):
+            clipped_gradient_add(theta, X[order[i]], y[order[i]], kind, clip, g)
+        rate = lr0 / math.sqrt(k + s + 1)
+        for j in range(d):
+            step = g[j] / (stop - start) + 2.0 * lam * theta[j]
+            theta[j] = theta[j] - rate * (step + noise[s, j])
+
+
 def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int,
                rng: np.random.Generator, per_epoch: int, batch: int, epochs: int, burn_in: int,
                clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
-    """`epochs` shuffled passes of `per_epoch` minibatch steps (the i-th of rows
-    [i·batch, min((i + 1)·batch, n)) of the shuffled order), each
-    θ ← θ − (lr0/√k)(ḡ + 2λθ + N(0, noise_std²I)), ḡ the mean clipped gradient; the average
-    of the epoch-end iterates after burn-in. Each epoch shuffles, then draws its steps' noise
-    in one call (the values one call per step draws)."""
-    n, d = X.shape
-    theta = theta.copy()
-    order = np.arange(n)
-    total = np.zeros(d)
-    g = np.empty(d)
+    """`epochs` shuffled passes of `per_epoch` minibatch steps (`sgd_epoch`), each epoch
+    shuffling the rows, then drawing its steps' noise N(0, noise_std²I) in one call (the
+    values one call per step draws); the average of the epoch-end iterates after burn-in."""
+    theta = np.array(theta, dtype=float)
+    order = np.arange(X.shape[0])
+    total = np.zeros(X.shape[1])
     kept = 0
-    k = 0
     for e in range(epochs):
         rng.shuffle(order)
-        noise = rng.normal(0.0, noise_std, size=(per_epoch, d))
-        for s in range(per_epoch):
-            start = s * batch
-            stop = min(start + batch, n)
-            for j in range(d):
-                g[j] = 0.0
-            for i in range(start, stop):
-                clipped_gradient_add(theta, X[order[i]], y[order[i]], kind, clip, g)
-            k += 1
-            rate = lr0 / math.sqrt(k)
-            for j in range(d):
-                step = g[j] / (stop - start) + 2.0 * lam * theta[j]
-                theta[j] = theta[j] - rate * (step + noise[s, j])
+        noise = rng.normal(0.0, noise_std, size=(per_epoch, X.shape[1]))
+        sgd_epoch(theta, X, y, kind, order, noise, e * per_epoch, batch, clip, lam, lr0)
         if e >= burn_in:
-            for j in range(d):
-                total[j] += theta[j]
+            total += theta
             kept += 1
     return total / kept if kept else theta
 
@@ -196,21 +200,30 @@ def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
 
 
 @jit
-def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection onto {‖θ‖ ≤ radius}."""
+def project_into(theta: np.ndarray, radius: float) -> None:
+    """θ ← its Euclidean projection onto {‖θ‖ ≤ radius}, in place."""
     norm = math.sqrt(dot(theta, theta))
-    return theta if norm <= radius else theta * (radius / norm)
+    if not norm <= radius:
+        for j in range(theta.shape[0]):
+            theta[j] = theta[j] * (radius / norm)
+
+
+def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
+    """Euclidean projection onto {‖θ‖ ≤ radius} (a new array)."""
+    out = np.array(theta, dtype=float)
+    project_into(out, float(radius))
+    return out
 
 
 @jit
 def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, denom: float,
                    noise: np.ndarray, grid: float, radius: float, burn_in: int, clip: float,
                    lam: float, lr0: float) -> np.ndarray:
-    """K = len(noise) steps θ ← Π(θ − lr_k(g̃/denom + 2λθ)), g̃ the clipped gradient sum
-    snapped to `grid` (exact noise; 0: none) plus noise[k]; the mean of the iterates after
-    `burn_in` (docs/glm.md, "Strict fits")."""
+    """K = len(noise) steps θ ← Π(θ − lr_k(g̃/denom + 2λθ)) from θ (in place), g̃ the clipped
+    gradient sum snapped to `grid` (exact noise; 0: none) plus noise[k]; the mean of the
+    iterates after `burn_in`, or the last iterate (docs/glm.md, "Strict fits")."""
     d = X.shape[1]
-    total = np.zeros(d)
+    mean_after = np.zeros(d)
     g = np.empty(d)
     kept = 0
     for k in range(1, noise.shape[0] + 1):
@@ -219,16 +232,17 @@ def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, d
         for i in range(X.shape[0]):
             clipped_gradient_add(theta, X[i], y[i], kind, clip, g)
         rate = lr0 / math.sqrt(k)
-        moved = np.empty(d)
         for j in range(d):
             noisy = snap(g[j], grid) + noise[k - 1, j]
-            moved[j] = theta[j] - rate * (noisy / denom + 2.0 * lam * theta[j])
-        theta = project_ball(moved, radius)
+            theta[j] = theta[j] - rate * (noisy / denom + 2.0 * lam * theta[j])
+        project_into(theta, radius)
         if k > burn_in:
             for j in range(d):
-                total[j] += theta[j]
+                mean_after[j] += theta[j]
             kept += 1
-    return total / kept if kept else theta
+    for j in range(d):
+        mean_after[j] = mean_after[j] / kept if kept else theta[j]
+    return mean_after
 
 
 def strict_sigma(rho: float, steps: int = STRICT_STEPS) -> float:
@@ -250,7 +264,7 @@ def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, l
     With an exact `noise` source each of the K + 1 releases is snapped and calibrated to
     ρ/(K + 1) for its own sensitivity (1 for the count, 2C for a gradient sum).
     """
-    theta = project_ball(np.array(theta0, dtype=float), float(radius))
+    theta = project_ball(theta0, radius)
     n, d = X.shape
     sigma = strict_sigma(rho, steps)
     exact = noise is not None and noise.exact
