@@ -454,6 +454,12 @@ def cover_noise(tree: TreeState) -> np.ndarray:
 # ---------------------------------------------------------------------- the tree
 
 
+@functools.lru_cache(maxsize=64)
+def _upper(dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, columns) of the entries above the diagonal, and the diagonal's indices."""
+    return (*np.triu_indices(dim, 1), np.arange(dim))
+
+
 _NO_INDEX = np.zeros((0, 0), dtype=np.int64)
 _NO_INDEX.flags.writeable = False
 
@@ -510,7 +516,7 @@ class MatrixTree:
         self.exact = noise is not None and noise.exact
         self.noise = noise
         self.cover_kind = cover
-        self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
+        self._upper = _upper(self.dim)  # rows, cols, diagonal
         grid = 0.0
         if self.exact and self.sigma_node > 0:  # diagonal σ, above the diagonal σ/√2
             assert isinstance(noise, ExactNoise)
@@ -648,7 +654,7 @@ class MatrixTree:
 
     def _cover_noise(self) -> np.ndarray:
         if self.eager:
-            return cover_noise(self.state)
+            return self.state.noise[self.state.count[0]]
         if self._noise_sum_count != self.count:
             total = np.zeros((self.dim, self.dim))
             if self.sigma_node > 0:
