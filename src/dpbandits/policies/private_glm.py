@@ -488,15 +488,17 @@ class PrivateGLM(Policy):
         return self.strict
 
     def select(self, t: int, arms: np.ndarray) -> int:
+        """Round t's arm (`select_round`), switching where Criterion II asks for it."""
         self._room(self.vtree)
         phase = START
         arms = np.ascontiguousarray(arms, dtype=float)
-        while (phase := select_round(t, phase, arms, self.state, self.constants,
+        while (phase := select_round(phase, arms, self.state, self.constants,
                                      self.trees[0])) != DECIDED:
             self.switch(t)
         return int(self.state.counts[ARM])
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
+        """Round t's update with (x, r) (`update_round`), and the θ_w fit it may call for."""
         self._room(self.htree, *((self.counter,) if self.strict else ()))  # a leaf a round
         if update_round(t, np.ascontiguousarray(x, dtype=float), float(r), self.state,
                         self.constants, *self.trees[1:]) == FIT_W:

@@ -289,9 +289,9 @@ def ucb_arm(arms: np.ndarray, theta_w: np.ndarray, theta_tau: np.ndarray, beta: 
 
 
 @jit
-def select_round(t: int, phase: int, arms: np.ndarray, st: RoundState, c: RoundConstants,
+def select_round(phase: int, arms: np.ndarray, st: RoundState, c: RoundConstants,
                  vtree: TreeState) -> int:
-    """Alg. 2's choice at round t from `phase` on: DECIDED with the arm in counts[ARM], or the
+    """Alg. 2's choice among `arms` from `phase` on: DECIDED with the arm in counts[ARM], or the
     phase to resume at once the caller has switched (Criterion II is due): Criterion II first
     in strict mode; Criterion I (line 4), the arm of largest m = ‖x‖²_{V⁻¹} when that exceeds
     thr_w, with V-tree leaf x xᵀ/(1 + m) (its H-tree leaf 0 is the update's: nothing reads H
@@ -406,7 +406,7 @@ def private_glm_rounds(t: int, phase: int, tables: OutcomeTables, st: RoundState
             phase = START
             continue
         arms = tables.arms[t]
-        phase = select_round(t, phase, arms, st, c, vtree)
+        phase = select_round(phase, arms, st, c, vtree)
         if phase != DECIDED:
             return t, phase
         i = st.counts[ARM]
