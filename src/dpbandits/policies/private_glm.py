@@ -270,12 +270,9 @@ class PrivateGLM(Policy):
     n2 = property(lambda self: self._count(N2), doc="switches (θ_τ fits) made")
     stop1 = property(lambda self: bool(self._count(STOP1)), doc="the c₁ θ_w fits are made")
     stop2 = property(lambda self: bool(self._count(STOP2)), doc="the c₂ switches are made")
-    v_vals = property(lambda self: self.state.v_vals, doc="the released V's eigenvalues")
-    v_vecs = property(lambda self: self.state.v_vecs, doc="the released V's eigenvectors")
+    v = property(lambda self: self.state.v, doc="the released V")
     h_cur = property(lambda self: self.state.h_cur, doc="the released H")
     h_prev = property(lambda self: self.state.h_prev, doc="H at the last switch")
-    h_prev_eig = property(lambda self: (self.state.hp_vals, self.state.hp_vecs),
-                          doc="H_prev's PSD-repaired eigen-decomposition")
     logdet_cur = property(lambda self: float(self.state.logdets[0]),
                           doc="ab8fd16: the running maximum of log det H_cur")
     logdet_prev = property(lambda self: float(self.state.logdets[1]),
@@ -492,6 +489,7 @@ class PrivateGLM(Policy):
         self._room(self.vtree)
         phase = START
         arms = np.ascontiguousarray(arms, dtype=float)
+        self._per_arm(len(arms))
         while (phase := select_round(phase, arms, self.state, self.constants,
                                      self.trees[0])) != DECIDED:
             self.switch(t)
@@ -503,6 +501,11 @@ class PrivateGLM(Policy):
         if update_round(t, np.ascontiguousarray(x, dtype=float), float(r), self.state,
                         self.constants, *self.trees[1:]) == FIT_W:
             self.warm_fit(t)
+
+    def _per_arm(self, K: int) -> None:
+        """Work arrays of one value per arm for rounds of K arms."""
+        if len(self.state.norms) != K:
+            self.state = self.state._replace(norms=np.empty(K), scores=np.empty(K))
 
     @staticmethod
     def _room(*trees: MatrixTree) -> None:
@@ -519,6 +522,7 @@ class PrivateGLM(Policy):
         if rounds + max(self.vtree.count, self.htree.count) > self.problem.horizon:
             raise ValueError(f"{self.name}: {rounds} rounds exceed the horizon "
                              f"{self.problem.horizon}")
+        self._per_arm(tables.arms.shape[1])
         t, phase = 0, START
         while True:
             t, phase = private_glm_rounds(t, phase, tables, self.state, self.constants,

@@ -26,9 +26,7 @@ from dpbandits.privacy.tree import (
     TreeState,
     add_leaf,
     advance,
-    cover_noise,
-    psd_repair,
-    query_eigh,
+    clipped_eigh,
     query_into,
     release_into,
 )
@@ -44,18 +42,16 @@ KEEP, FIT_W = 0, 1  # `update_round`: nothing to do, or a θ_w fit is due
 
 
 class RoundState(NamedTuple):
-    """Algorithm 2's state as kernels read and write it: the released V's eigen-decomposition,
-    H_cur, H_prev with its eigen-decomposition and whitening W = vecs·diag(vals)^(−1/2), θ_w
-    and θ_τ, the data sets Z_w and Z_nw, the counters and flags (`counts`, slots above), the
-    warm-up rounds, ab8fd16's running maxima of log det H_cur and H_prev, strict mode's last
-    released count, and work arrays."""
+    """Algorithm 2's state as kernels read and write it: the released V with its whitening
+    (`whitening_into`: ‖x‖²_{V⁻¹} = ‖Wᵀx‖²), H_cur, H_prev with its whitening, θ_w and θ_τ,
+    the data sets Z_w and Z_nw, the counters and flags (`counts`, slots above), the warm-up
+    rounds, ab8fd16's running maxima of log det H_cur and H_prev, strict mode's last released
+    count, and work arrays (`norms` and `scores` hold one value per arm)."""
 
-    v_vals: np.ndarray
-    v_vecs: np.ndarray
+    v: np.ndarray
+    v_white: np.ndarray
     h_cur: np.ndarray
     h_prev: np.ndarray
-    hp_vals: np.ndarray
-    hp_vecs: np.ndarray
     hp_white: np.ndarray
     theta_w: np.ndarray
     theta_tau: np.ndarray
@@ -92,8 +88,8 @@ def round_state(d: int, horizon: int, K: int, lam: float) -> RoundState:
     """The state before round 0: V = H_cur = H_prev = λI, θ_w = θ_τ = 0, empty data sets."""
     eye = np.eye(d)
     return RoundState(
-        v_vals=np.full(d, lam), v_vecs=eye.copy(), h_cur=lam * eye, h_prev=lam * eye,
-        hp_vals=np.full(d, lam), hp_vecs=eye.copy(), hp_white=eye / math.sqrt(lam),
+        v=lam * eye, v_white=eye / math.sqrt(lam), h_cur=lam * eye, h_prev=lam * eye,
+        hp_white=eye / math.sqrt(lam),
         theta_w=np.zeros(d), theta_tau=np.zeros(d),
         zw_x=np.empty((horizon, d)), zw_y=np.empty(horizon),
         znw_x=np.empty((horizon, d)), znw_y=np.empty(horizon),
@@ -108,18 +104,17 @@ def round_state(d: int, horizon: int, K: int, lam: float) -> RoundState:
 
 
 @jit
-def inverse_norms_into(arms: np.ndarray, vals: np.ndarray, vecs: np.ndarray,
-                       out: np.ndarray) -> None:
-    """out_i = ‖x_i‖²_{A⁻¹} = Σ_j (x_iᵀv_j)²/λ_j for the rows x_i of `arms`,
-    A = vecs·diag(vals)·vecsᵀ."""
-    d = vals.shape[0]
+def white_norms_into(arms: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    """out_i = ‖Wᵀx_i‖² for the rows x_i of `arms`: ‖x_i‖²_{A⁻¹} for a whitening W of A
+    (WᵀAW = I, so A⁻¹ = WWᵀ)."""
+    d = w.shape[0]
     for i in range(arms.shape[0]):
         total = 0.0
         for j in range(d):
             p = 0.0
             for k in range(d):
-                p += arms[i, k] * vecs[k, j]
-            total += p * p / vals[j]
+                p += arms[i, k] * w[k, j]
+            total += p * p
         out[i] = total
 
 
@@ -141,6 +136,27 @@ def whiten_into(vals: np.ndarray, vecs: np.ndarray, out: np.ndarray) -> None:
     for i in range(vecs.shape[0]):
         for j in range(vecs.shape[1]):
             out[i, j] = vecs[i, j] / math.sqrt(vals[j])
+
+
+@jit
+def whitening_into(a: np.ndarray, floor: float, w: np.ndarray, work: np.ndarray) -> None:
+    """A whitening W of the PSD-repaired symmetric A (WᵀAW = I, `work` is scratch): L⁻ᵀ for
+    A = LLᵀ; where A is too close to singular for a Cholesky factor, Q·diag(max(λ,
+    floor))^(−1/2) from A = QΛQᵀ (the eigenvalues clipped at the floor, as the repair does)."""
+    d = a.shape[0]
+    if not cholesky_into(a, work):
+        vals, vecs = clipped_eigh(a, floor)
+        whiten_into(vals, vecs, w)
+        return
+    for j in range(d):  # row j of W is column j of L⁻¹: L⁻¹e_j by forward substitution
+        for i in range(d):
+            if i < j:
+                w[j, i] = 0.0
+                continue
+            total = 1.0 if i == j else 0.0
+            for k in range(j, i):
+                total -= work[i, k] * w[j, k]
+            w[j, i] = total / work[i, i]
 
 
 @jit
@@ -194,15 +210,6 @@ def gen_eig_above(a: np.ndarray, w: np.ndarray, threshold: float, work: np.ndarr
 
 
 @jit
-def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> float:
-    """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0."""
-    d = a.shape[0]
-    w = np.empty((d, d))
-    whiten_into(vals, vecs, w)
-    return gen_eig_max_white(a, w, np.empty((d, d)))
-
-
-@jit
 def log_det_positive(a: np.ndarray, work: np.ndarray) -> float:
     """ln det A of a symmetric A, −∞ when det A ≤ 0 (slogdet's sign): by Cholesky where A is
     positive definite, else from its eigenvalues."""
@@ -223,30 +230,14 @@ def log_det_positive(a: np.ndarray, work: np.ndarray) -> float:
 
 
 @jit
-def switch_due(c: RoundConstants, stop2: int, h_cur: np.ndarray, hp_white: np.ndarray,
-               logdets: np.ndarray, work: np.ndarray) -> bool:
-    """Criterion II (Alg. 2 line 11), until c₂ switches: the largest generalised eigenvalue of
-    (H_cur, H_prev) above f_sw + slack; ab8fd16: max log det H_cur ≥ ln 2 + max log det
-    H_prev (logdets[0], logdets[1])."""
-    if stop2:
-        return False
-    if c.mode == AB8FD16:
-        return not logdets[0] < c.log_det_ratio + logdets[1]
-    return gen_eig_above(h_cur, hp_white, c.switch_above, work)
-
-
-@jit
 def switch_h_prev(st: RoundState, c: RoundConstants, floor: float) -> None:
-    """H_prev ← H_cur (Alg. 2 line 12), with its PSD-repaired eigen-decomposition and
-    whitening; ab8fd16: the running maximum of log det H_prev."""
-    vals, vecs = psd_repair(st.h_cur, floor)
-    d = vals.shape[0]
+    """H_prev ← H_cur (Alg. 2 line 12) with its whitening; ab8fd16: the running maximum of
+    log det H_prev."""
+    d = st.h_cur.shape[0]
     for i in range(d):
-        st.hp_vals[i] = vals[i]
         for j in range(d):
             st.h_prev[i, j] = st.h_cur[i, j]
-            st.hp_vecs[i, j] = vecs[i, j]
-    whiten_into(vals, vecs, st.hp_white)
+    whitening_into(st.h_prev, floor, st.hp_white, st.work)
     if c.mode == AB8FD16:
         value = log_det_positive(st.h_prev, st.work)
         if value > st.logdets[1]:
@@ -254,20 +245,14 @@ def switch_h_prev(st: RoundState, c: RoundConstants, floor: float) -> None:
 
 
 @jit
-def work_for(work: np.ndarray, size: int) -> np.ndarray:
-    """`work` if it holds `size` values, else a new array of that size."""
-    return work if work.shape[0] == size else np.empty(size)
-
-
-@jit
 def ucb_arm(arms: np.ndarray, theta_w: np.ndarray, theta_tau: np.ndarray, beta: float,
-            hp_vals: np.ndarray, hp_vecs: np.ndarray, width_scale: float, v_vals: np.ndarray,
-            v_vecs: np.ndarray, scores: np.ndarray, widths: np.ndarray) -> int:
+            hp_white: np.ndarray, width_scale: float, v_white: np.ndarray, scores: np.ndarray,
+            widths: np.ndarray) -> int:
     """Alg. 2 lines 13–15: eliminate the arms x with xᵀθ_w + γ√κ‖x‖_{V⁻¹} below the largest
     xᵀθ_w − γ√κ‖x‖_{V⁻¹} (none while θ_w = 0), then play the first argmax of
-    ((θ_w + θ_τ)/2)ᵀx + β‖x‖_{H_prev⁻¹} (H_prev, V as eigen-decompositions)."""
+    ((θ_w + θ_τ)/2)ᵀx + β‖x‖_{H_prev⁻¹} (V and H_prev given by their whitenings)."""
     K, d = arms.shape
-    inverse_norms_into(arms, hp_vals, hp_vecs, scores)
+    white_norms_into(arms, hp_white, scores)
     for i in range(K):
         centre = 0.0
         for j in range(d):
@@ -277,7 +262,7 @@ def ucb_arm(arms: np.ndarray, theta_w: np.ndarray, theta_tau: np.ndarray, beta: 
     for j in range(d):
         eliminating = eliminating or theta_w[j] != 0.0
     if eliminating:
-        inverse_norms_into(arms, v_vals, v_vecs, widths)
+        white_norms_into(arms, v_white, widths)
         low = -math.inf
         for i in range(K):
             widths[i] = width_scale * math.sqrt(widths[i])
@@ -292,55 +277,50 @@ def ucb_arm(arms: np.ndarray, theta_w: np.ndarray, theta_tau: np.ndarray, beta: 
 def select_round(phase: int, arms: np.ndarray, st: RoundState, c: RoundConstants,
                  vtree: TreeState) -> int:
     """Alg. 2's choice among `arms` from `phase` on: DECIDED with the arm in counts[ARM], or the
-    phase to resume at once the caller has switched (Criterion II is due): Criterion II first
-    in strict mode; Criterion I (line 4), the arm of largest m = ‖x‖²_{V⁻¹} when that exceeds
-    thr_w, with V-tree leaf x xᵀ/(1 + m) (its H-tree leaf 0 is the update's: nothing reads H
-    in between); else V-tree leaf 0, Criterion II in paper mode, and the decision rule
-    `ucb_arm`."""
+    phase to resume at once the caller has switched because Criterion II is due. Criterion II
+    (line 11, until c₂ switches): the largest generalised eigenvalue of (H_cur, H_prev) above
+    f_sw + slack (ab8fd16: max log det H_cur ≥ ln 2 + max log det H_prev), checked first in
+    strict mode and after V's release in paper mode; Criterion I (line 4): the arm of largest
+    m = ‖x‖²_{V⁻¹} when that exceeds thr_w, with V-tree leaf x xᵀ/(1 + m) (its H-tree leaf 0
+    is the update's: nothing reads H in between); else V-tree leaf 0 and, after Criterion II,
+    the decision rule `ucb_arm`."""
     counts = st.counts
-    if phase == START:
-        if c.mode == STRICT and switch_due(c, counts[STOP2], st.h_cur, st.hp_white,
-                                           st.logdets, st.work):
-            return CRITERION_ONE
+    norms = st.norms
+    if phase == START and c.mode != STRICT:
         phase = CRITERION_ONE
-    norms = work_for(st.norms, arms.shape[0])
-    if phase == CRITERION_ONE:
-        inverse_norms_into(arms, st.v_vals, st.v_vecs, norms)
-        a = first_argmax(norms)
-        warm = norms[a] > c.thr_w
-        counts[WARM] = 1 if warm else 0
-        if warm:
-            x = arms[a]
-            for i in range(x.shape[0]):
-                for j in range(x.shape[0]):
-                    st.leaf[i, j] = (x[i] * x[j]) / (1.0 + norms[a])
-            add_leaf(vtree, st.leaf)
+    while True:
+        if phase == START or phase == LATE_CHECK:  # Criterion II, then the next phase
+            if not counts[STOP2]:
+                if c.mode == AB8FD16:
+                    due = not st.logdets[0] < c.log_det_ratio + st.logdets[1]
+                else:
+                    due = gen_eig_above(st.h_cur, st.hp_white, c.switch_above, st.work)
+                if due:
+                    return phase + 1
+            phase += 1
+        elif phase == CRITERION_ONE:
+            white_norms_into(arms, st.v_white, norms)
+            a = first_argmax(norms)
+            warm = norms[a] > c.thr_w
+            counts[WARM] = 1 if warm else 0
+            if warm:
+                x = arms[a]
+                for i in range(x.shape[0]):
+                    for j in range(x.shape[0]):
+                        st.leaf[i, j] = (x[i] * x[j]) / (1.0 + norms[a])
+                add_leaf(vtree, st.leaf)
+            else:
+                advance(vtree.count)
+            query_into(vtree, vtree.noise[vtree.count[0]], st.v)
+            whitening_into(st.v, vtree.floor, st.v_white, st.work)
+            if warm:
+                counts[ARM] = a
+                return DECIDED
+            phase = DECIDE if c.mode == STRICT else LATE_CHECK
         else:
-            advance(vtree.count)
-        vals, vecs = query_eigh(vtree, cover_noise(vtree), st.work)
-        for i in range(vals.shape[0]):
-            st.v_vals[i] = vals[i]
-            for j in range(vals.shape[0]):
-                st.v_vecs[i, j] = vecs[i, j]
-        if warm:
-            counts[ARM] = a
+            counts[ARM] = ucb_arm(arms, st.theta_w, st.theta_tau, c.beta, st.hp_white,
+                                  c.width_scale, st.v_white, st.scores, norms)
             return DECIDED
-        phase = LATE_CHECK
-    if phase == LATE_CHECK and c.mode != STRICT and switch_due(
-            c, counts[STOP2], st.h_cur, st.hp_white, st.logdets, st.work):
-        return DECIDE
-    counts[ARM] = ucb_arm(arms, st.theta_w, st.theta_tau, c.beta, st.hp_vals, st.hp_vecs,
-                          c.width_scale, st.v_vals, st.v_vecs,
-                          work_for(st.scores, arms.shape[0]), norms)
-    return DECIDED
-
-
-@jit
-def add_sample(x: np.ndarray, r: float, slot: int, xs: np.ndarray, ys: np.ndarray) -> None:
-    """(x, r) into row `slot` of a data set."""
-    for j in range(x.shape[0]):
-        xs[slot, j] = x[j]
-    ys[slot] = r
 
 
 @jit
@@ -360,11 +340,15 @@ def update_round(t: int, x: np.ndarray, r: float, st: RoundState, c: RoundConsta
         if counts[STOP1]:
             counts[DISCARDED] += 1
         else:
-            add_sample(x, r, counts[N_W], st.zw_x, st.zw_y)
+            for j in range(x.shape[0]):
+                st.zw_x[counts[N_W], j] = x[j]
+            st.zw_y[counts[N_W]] = r
             counts[N_W] += 1
             collected = True
     if not counts[WARM] or (collected and c.mode != STRICT):
-        add_sample(x, r, counts[N_NW], st.znw_x, st.znw_y)
+        for j in range(x.shape[0]):
+            st.znw_x[counts[N_NW], j] = x[j]
+        st.znw_y[counts[N_NW]] = r
         counts[N_NW] += 1
     if counts[WARM]:
         advance(htree.count)
@@ -374,7 +358,7 @@ def update_round(t: int, x: np.ndarray, r: float, st: RoundState, c: RoundConsta
             for j in range(x.shape[0]):
                 st.leaf[i, j] = weight * (x[i] * x[j])
         add_leaf(htree, st.leaf)
-    query_into(htree, cover_noise(htree), st.h_cur)
+    query_into(htree, htree.noise[htree.count[0]], st.h_cur)
     if c.mode == AB8FD16:
         value = log_det_positive(st.h_cur, st.work)
         if value > st.logdets[0]:
@@ -386,7 +370,7 @@ def update_round(t: int, x: np.ndarray, r: float, st: RoundState, c: RoundConsta
         add_leaf(counter, st.cell)
     else:
         advance(counter.count)
-    release_into(counter, cover_noise(counter), st.cell)
+    release_into(counter, counter.noise[counter.count[0]], st.cell)
     st.released[0] = st.cell[0, 0]
     due = not counts[STOP1] and st.released[0] - c.count_margin >= counts[N1] + 1
     return FIT_W if due else KEEP

@@ -350,51 +350,30 @@ def add_leaf(tree: TreeState, leaf: np.ndarray) -> None:
 
 
 @jit
-def data_sum_into(tree: TreeState, out: np.ndarray) -> None:
-    """The data part of the release: the prefix sum, or (node sums kept) the sum of the node
-    sums the query at the current count sums, from zero in its order."""
+def release_into(tree: TreeState, noise: np.ndarray, out: np.ndarray) -> None:
+    """shift·I + 0.5·(S + Sᵀ), S = the cover's noise `noise` plus the data: the prefix sum, or
+    (node sums kept) the sum of the node sums the query at the current count sums, from zero
+    in its order: the unrepaired release (App. J.3)."""
     dim = out.shape[0]
     keep = not tree.node_sums.shape[0]
     for i in range(dim):
         for j in range(dim):
             out[i, j] = tree.prefix[i, j] if keep else 0.0
-    if keep:
-        return
-    row = tree.index[tree.count[0]]
-    for k in range(row.shape[0]):
-        if row[k] == 0:
-            continue
-        total = tree.node_sums[row[k]]
-        for i in range(dim):
-            for j in range(dim):
-                out[i, j] = out[i, j] + total[i, j]
-
-
-@jit
-def release_into(tree: TreeState, noise: np.ndarray, out: np.ndarray) -> None:
-    """shift·I + 0.5·(S + Sᵀ), S = data sum + the cover's noise `noise`: the unrepaired
-    release (App. J.3)."""
-    data_sum_into(tree, out)
-    dim = out.shape[0]
+    if not keep:
+        row = tree.index[tree.count[0]]
+        for k in range(row.shape[0]):
+            if row[k] == 0:
+                continue
+            total = tree.node_sums[row[k]]
+            for i in range(dim):
+                for j in range(dim):
+                    out[i, j] = out[i, j] + total[i, j]
     for i in range(dim):
         for j in range(i, dim):
             value = ((out[i, j] + noise[i, j]) + (out[j, i] + noise[j, i])) * 0.5
             out[i, j] = value
             out[j, i] = value
         out[i, i] += tree.shift
-
-
-@jit
-def gershgorin_short(m: np.ndarray, floor: float) -> bool:
-    """Whether Gershgorin's discs of the symmetric m fail to put every eigenvalue at or above
-    `floor` (then the PSD repair may change m)."""
-    for i in range(m.shape[0]):
-        radius = 0.0
-        for j in range(m.shape[0]):
-            radius += abs(m[i, j])
-        if not m[i, i] - (radius - abs(m[i, i])) >= floor:
-            return True
-    return False
 
 
 @jit
@@ -423,10 +402,16 @@ def query_into(tree: TreeState, noise: np.ndarray, out: np.ndarray) -> None:
     """The released matrix into `out`: the release, PSD-repaired unless Gershgorin's discs
     already put every eigenvalue at or above the floor."""
     release_into(tree, noise, out)
-    if not gershgorin_short(out, tree.floor):
+    dim = out.shape[0]
+    short = False  # Gershgorin's discs fail to put every eigenvalue at or above the floor
+    for i in range(dim):
+        radius = 0.0
+        for j in range(dim):
+            radius += abs(out[i, j])
+        short = short or not out[i, i] - (radius - abs(out[i, i])) >= tree.floor
+    if not short:
         return
     vals, vecs = clipped_eigh(out, tree.floor)  # out ← V·diag(max(λ, floor))·Vᵀ
-    dim = out.shape[0]
     for i in range(dim):
         for j in range(i, dim):
             total = 0.0
@@ -443,12 +428,6 @@ def query_eigh(tree: TreeState, noise: np.ndarray,
     (`work` holds the release afterwards)."""
     release_into(tree, noise, work)
     return clipped_eigh(work, tree.floor)
-
-
-@jit
-def cover_noise(tree: TreeState) -> np.ndarray:
-    """Z_cover(s) at the current count s of an eager tree."""
-    return tree.noise[tree.count[0]]
 
 
 # ---------------------------------------------------------------------- the tree
@@ -636,12 +615,6 @@ class MatrixTree:
         if self._nodes[0] != self.count:
             self._nodes = (self.count, query_nodes(self.count, self.height, self.cover_kind))
         return self._nodes[1]
-
-    def _data_sum(self) -> np.ndarray:
-        """The data part of the release: the prefix sum, or ab8fd16's sum of node sums."""
-        out = np.empty((self.dim, self.dim))
-        data_sum_into(self.state, out)
-        return out
 
     def _cover_noise_table(self) -> np.ndarray:
         """Z_cover(s) for every count s = 0…T of an eager tree, each summed node by node in
