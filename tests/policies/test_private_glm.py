@@ -8,13 +8,16 @@ import math
 import numpy as np
 import pytest
 
+from dpbandits import runner
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.links import get_link
 from dpbandits.policies import make_policy
 from dpbandits.policies import private_glm as pg
+from dpbandits.policies import private_glm_rounds as rounds
 from dpbandits.privacy.dpsgd import strict_sigma
+from dpbandits.privacy.tree import MatrixTree
 from dpbandits.privacy.zcdp import epsilon_from_rho
 
 from helpers import assert_snapped_calibration, isolated_cache  # noqa: F401 (a fixture)
@@ -93,46 +96,20 @@ def test_strict_uses_no_instance_quantity() -> None:
     assert paper.const.kappa == 1e3  # paper mode does use the instance value
 
 
-def test_generalised_eigenvalue() -> None:
-    rng = np.random.default_rng(1)
-    a = rng.normal(size=(3, 3))
-    b = a @ a.T + 3 * np.eye(3)
-    f_sw = pg.private_glm_constants(3, 5000, 2.0, 1.0, 18.4, 2.5, 4.0, DELTA, DELTA).f_sw
-    assert pg.gen_eig_max(1.5 * b, b) > f_sw
-    assert pg.gen_eig_max(1.4 * b, b) < f_sw
-    assert pg.gen_eig_max(np.eye(3), -np.eye(3)) == math.inf  # Cholesky failure → switch
-    for _ in range(20):
-        m = rng.normal(size=(3, 3))
-        c = m @ m.T + 0.5 * np.eye(3)
-        vals, vecs = np.linalg.eigh(b)
-        assert pg.gen_eig_max_whitened(c, vals, vecs) == pytest.approx(
-            pg.gen_eig_max(c, b), rel=1e-9)
-
-
-def _forced_run(accounting: str, monkeypatch) -> tuple[pg.PrivateGLM, GLMInstance]:
+def _forced_run(accounting: str) -> tuple[pg.PrivateGLM, GLMInstance]:
     """Large κ (tiny Criterion-I threshold) and large κ* (c₂ = 1): both cutoffs are reached."""
     inst = GLMInstance("logistic", 2, 5, 1.0, 600, 3)
     info = dataclasses.replace(inst.info, kappa=2000.0, kappa_star=100.0,
                                kappa_pub=2000.0, kappa_star_pub=100.0)
     pol = pg.PrivateGLM(info, np.random.default_rng(0), epsilon=50.0, delta=DELTA,
                         accounting=accounting)
-    checks = []
-    original = pg.gen_eig_max_whitened
-
-    def watched(*args):
-        assert not pol.stop2, "Criterion II checked after its cutoff"
-        checks.append(1)
-        return original(*args)
-
-    monkeypatch.setattr(pg, "gen_eig_max_whitened", watched)
     pol.run(inst.environment(0))
-    assert checks
     return pol, inst
 
 
 @pytest.mark.parametrize("accounting", ["paper", "strict"])
-def test_cutoffs_and_stopping(accounting: str, monkeypatch) -> None:
-    pol, inst = _forced_run(accounting, monkeypatch)
+def test_cutoffs_and_stopping(accounting: str) -> None:
+    pol, inst = _forced_run(accounting)
     c, horizon = pol.const, inst.horizon
     assert (c.c1, c.c2) == (26, 1)
     assert pol.n1 == c.c1 and pol.stop1 and pol.discarded > 0
@@ -154,8 +131,8 @@ def test_cutoffs_and_stopping(accounting: str, monkeypatch) -> None:
             pol.height)  # the released count is within a few noise sd of the true one
 
 
-def test_paper_ledger_reports_claimed_and_actual(monkeypatch) -> None:
-    pol, _ = _forced_run("paper", monkeypatch)
+def test_paper_ledger_reports_claimed_and_actual() -> None:
+    pol, _ = _forced_run("paper")
     eps, ledger = 50.0, pol.ledger
     assert ledger is not None
     by = {}
@@ -238,29 +215,46 @@ def test_bad_input_is_one_line(kwargs: dict) -> None:
     assert "\n" not in str(err.value)
 
 
+def _release_h(pol: pg.PrivateGLM, h: np.ndarray) -> None:
+    """H_cur ← h through the policy's own update of a Criterion-I round (H leaf 0, H_cur's
+    release with ab8fd16's running maximum of log det) on a noiseless H-tree holding h."""
+    tree = MatrixTree(2, h.shape[0], 0.0, np.random.default_rng(0), eager=True)
+    tree.update(h)
+    pol.state.counts[rounds.WARM] = 1
+    rounds.update_round(0, np.zeros(h.shape[0]), 0.0, pol.state, pol.constants, tree.state,
+                        pol.trees[2])
+    np.testing.assert_array_equal(pol.h_cur, h)
+
+
+def _switch_due_policy(accounting: str, monkeypatch) -> tuple[pg.PrivateGLM, list[int]]:
+    """A policy whose Criterion I fires on unit arms (large κ) with H_cur = 10·H_prev (a
+    switch is due) and fits recorded instead of made."""
+    info = dataclasses.replace(_info(S=1.0, family="logistic", d=2), kappa=2000.0,
+                               kappa_pub=2000.0)
+    pol = pg.PrivateGLM(info, np.random.default_rng(0), epsilon=50.0, delta=DELTA,
+                        accounting=accounting, zeta=0.5)
+    fits: list[int] = []
+    monkeypatch.setattr(pol, "_fit", lambda t, kind: fits.append(t))
+    _release_h(pol, 10.0 * pol.h_prev)
+    return pol, fits
+
+
 @pytest.mark.parametrize("accounting", ["paper", "strict"])
 def test_criterion_two_is_checked_in_criterion_one_rounds_only_in_strict(accounting: str,
                                                                            monkeypatch) -> None:
     """Strict: a user's own contexts (Criterion I) cannot decide whether the check runs."""
-    inst = GLMInstance("logistic", 2, 5, 1.0, 300, 3)
-    info = dataclasses.replace(inst.info, kappa=2000.0, kappa_pub=2000.0)
-    pol = pg.PrivateGLM(info, np.random.default_rng(0), epsilon=50.0, delta=DELTA,
-                        accounting=accounting, zeta=0.5)
-    checked: list[int] = []
-    original = pg.PrivateGLM._criterion_two
-
-    def watched(self, t: int) -> None:
-        checked.append(t)
-        original(self, t)
-
-    monkeypatch.setattr(pg.PrivateGLM, "_criterion_two", watched)
-    pol.run(inst.environment(0))
-    warm = set(pol.warmup_times)
-    assert warm  # Criterion I fired
+    pol, fits = _switch_due_policy(accounting, monkeypatch)
+    warm = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert pol.select(4, warm) == 0 and pol._warm  # Criterion I fired
     if accounting == "strict":
-        assert checked == list(range(inst.horizon))
+        assert pol.switch_times == fits == [4] and pol.n2 == 1
+        np.testing.assert_array_equal(pol.h_prev, 10.0 * pol.const.lam * np.eye(2))
     else:
-        assert set(checked) == set(range(inst.horizon)) - warm
+        assert pol.switch_times == fits == [] and pol.n2 == 0
+        pol.update(4, warm[0], 1.0)  # Z_w's θ_w fit (recorded)
+        _release_h(pol, 10.0 * pol.h_prev)
+        pol.select(5, np.full((3, 2), 1e-3))  # a round without Criterion I: the check runs
+        assert not pol._warm and pol.switch_times == [5] and 5 in fits
 
 
 def test_strict_clips_contexts_paper_does_not() -> None:
@@ -338,13 +332,15 @@ def test_ab8fd16_trees_sum_the_initial_commits_node_set() -> None:
     assert np.array_equal(pol.htree.node_noise(1), ref.htree.node_noise(1))  # same draws
 
 
+COLD = np.full((4, 3), 1e-3)  # arms far below the Criterion-I threshold
+
+
 def _with_h(pol: pg.PrivateGLM, h: np.ndarray, monkeypatch) -> list[int]:
-    """Release `h` as H_cur once; return the rounds at which θ_τ is refitted."""
+    """Release `h` as H_cur once; return the rounds at which θ_τ is refitted in round 7."""
     fits: list[int] = []
     monkeypatch.setattr(pol, "_fit", lambda t, kind: fits.append(t))
-    monkeypatch.setattr(pol.htree, "query", lambda: h)
-    pol._refresh_h()
-    pol._criterion_two(7)
+    _release_h(pol, h)
+    pol.select(7, COLD)
     return fits
 
 
@@ -371,14 +367,13 @@ def test_ab8fd16_criterion_two_uses_running_maxima(monkeypatch) -> None:
     fits: list[int] = []
     monkeypatch.setattr(pol, "_fit", lambda t, kind: fits.append(t))
     for h in (np.diag([2.1, 1.0, 1.0]) * lam, lam * np.eye(3)):
-        monkeypatch.setattr(pol.htree, "query", lambda h=h: h)
-        pol._refresh_h()
-    pol._criterion_two(3)
+        _release_h(pol, h)
+    pol.select(3, COLD)
     assert fits == [3] and np.array_equal(pol.h_prev, lam * np.eye(3))
     assert pol.logdet_prev == pytest.approx(3 * math.log(lam))  # max(λ³, det H_prev = λ³)
-    pol._criterion_two(4)  # the running maximum 2.1λ³ is still ≥ 2·λ³: a second switch
+    pol.select(4, COLD)  # the running maximum 2.1λ³ is still ≥ 2·λ³: a second switch
     assert fits == [3, 4]
-    pol._criterion_two(5)  # the cap c₂ = 2 (Table 2, ε = 4) is reached
+    pol.select(5, COLD)  # the cap c₂ = 2 (Table 2, ε = 4) is reached
     assert pol.stop2 and fits == [3, 4]
 
 
@@ -457,3 +452,102 @@ def test_ab8fd16_zero_cutoff_fails_at_the_fit_in_one_line(monkeypatch) -> None:
     with pytest.raises(ConfigError, match="count1_cutoff = 0") as err:
         pol._fit(0, 0)
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------ table rounds and select/update --
+
+MODES = {
+    "paper": {"accounting": "paper"},
+    "strict": {"accounting": "strict"},
+    "ab8fd16": {"accounting": "paper", "code_state": "ab8fd16"},
+}
+
+
+def _busy(mode: str, d: int, family: str, kappa_star: float = 2.0
+          ) -> tuple[pg.PrivateGLM, GLMInstance]:
+    """Large κ (Criterion I fires often), κ* = 2 (ab8fd16's c₂ = 2 ≥ 1), a generous ε."""
+    inst = GLMInstance(family, d, 5, 1.0, 400, 3)
+    info = dataclasses.replace(inst.info, kappa=2000.0, kappa_star=kappa_star,
+                               kappa_pub=2000.0, kappa_star_pub=kappa_star)
+    return pg.PrivateGLM(info, np.random.default_rng(7), epsilon=50.0, delta=DELTA,
+                         **MODES[mode]), inst
+
+
+def _final(pol: pg.PrivateGLM) -> dict:
+    state = {name: value.tobytes() for name, value in pol.state._asdict().items()
+             if name not in ("norms", "scores", "leaf", "work", "cell")}
+    for name in ("zw_x", "zw_y"):
+        state[name] = getattr(pol.state, name)[: pol.n_w].tobytes()
+    for name in ("znw_x", "znw_y"):
+        state[name] = getattr(pol.state, name)[: pol.n_nw].tobytes()
+    state["warmup_times"] = pol.warmup_times
+    state["ledger"] = pol.ledger.to_json()
+    return state
+
+
+def _both_paths(mode: str, d: int, family: str, kappa_star: float = 2.0) -> pg.PrivateGLM:
+    """`play_table` (through the runner, on outcome tables) and `select`/`update` round by
+    round give the same trace, events, diagnostics and final state: the table run's policy."""
+    pol, inst = _busy(mode, d, family, kappa_star)
+    table = pol.run(inst.environment(0))
+    other, _ = _busy(mode, d, family, kappa_star)
+    env = inst.environment(0)
+    other.begin(env)
+    regret, reward, actions = runner._select_update_loop(other, env)
+    other.finish()
+    np.testing.assert_array_equal(table.regret, regret)
+    np.testing.assert_array_equal(table.reward, reward)
+    np.testing.assert_array_equal(table.actions, actions)
+    events = other.events()
+    assert table.events.keys() == events.keys()
+    for key, value in events.items():
+        np.testing.assert_array_equal(table.events[key], value)
+    assert table.diagnostics == {**other.diagnostics(), **env.reference_rewards(regret)}
+    assert _final(pol) == _final(other)
+    return pol
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("family, d", [("logistic", 2), ("probit", 3), ("logistic", 5)])
+def test_table_rounds_and_select_update_give_the_same_run(mode: str, family: str,
+                                                          d: int) -> None:
+    """On runs with Criterion-I rounds, θ_w fits and (paper) discarded samples."""
+    pol = _both_paths(mode, d, family)
+    assert pol.warmup_times and pol.n1 >= 1
+    if mode == "paper":
+        assert pol.stop1 and pol.discarded
+
+
+@pytest.mark.parametrize("mode, switches", [("paper", 2), ("strict", 2), ("ab8fd16", 1)])
+def test_switches_are_the_same_on_both_paths(mode: str, switches: int) -> None:
+    """κ* = 5, d = 1: Criterion II switches (and θ_τ is refitted) within 400 rounds."""
+    pol = _both_paths(mode, 1, "probit", kappa_star=5.0)
+    assert pol.n2 == len(pol.switch_times) == switches
+
+
+def test_the_table_path_is_taken() -> None:
+    """Private-GLM plays outcome tables in `play_table` (the runner's table rounds)."""
+    pol, inst = _busy("paper", 2, "logistic")
+    played = []
+    original = pol.play_table
+    pol.play_table = lambda tables: played.append(1) or original(tables)  # type: ignore
+    pol.run(inst.environment(0))
+    assert played == [1]
+    assert pg.PrivateGLM.decision_rule is rounds.ucb_arm
+    assert pg.PrivateGLM.update_rule is rounds.update_round
+
+
+def test_rounds_past_the_horizon_are_refused() -> None:
+    pol, inst = _busy("strict", 2, "logistic")
+    pol.run(inst.environment(0))
+    arms = np.ascontiguousarray(inst.contexts[0])
+    with pytest.raises(ValueError, match="exceeds horizon 400"):
+        pol.select(400, arms)
+    with pytest.raises(ValueError, match="exceeds horizon 400"):
+        pol.update(400, arms[0], 1.0)
+    fresh, _ = _busy("paper", 2, "logistic")
+    tables = runner.outcome_tables(fresh, inst.environment(0))
+    fresh.select(0, arms)
+    fresh.update(0, arms[0], 1.0)
+    with pytest.raises(ValueError, match="400 rounds exceed the horizon 400"):
+        fresh.play_table(tables)

@@ -8,7 +8,6 @@ import dp_accounting
 import numpy as np
 import pytest
 
-from dpbandits import _stacked
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import ExactNoise
 from dpbandits.privacy.tree import (
@@ -16,6 +15,7 @@ from dpbandits.privacy.tree import (
     ab8fd16_nodes,
     cover_index,
     cover_nodes,
+    cover_sums,
     exact_release_cost,
     leaf_weights,
     query_nodes,
@@ -155,7 +155,7 @@ def test_eager_release_noise_is_the_node_by_node_sum_bit_for_bit(cover: str, exa
         total = np.zeros((3, 3))
         for node in tree.cover():
             total += tree.node_noise(node)
-        assert np.array_equal(tree.query_raw() - tree._data_sum(), total)
+        assert np.array_equal(tree.query_raw(), total)  # no data, no shift: the noise
         assert np.array_equal(tree._cover_noise(), total)
 
 
@@ -373,13 +373,64 @@ def test_release_cost_is_computed_once_per_cache(tmp_path, monkeypatch) -> None:
 
 def test_cover_sums_refuse_a_node_outside_the_table() -> None:
     table, out = np.ones((3, 2, 2)), np.empty((2, 2, 2))
-    _stacked.cover_sums(np.array([[0, 0], [3, 1]], dtype=np.intp), table, out)
+    cover_sums(np.array([[0, 0], [3, 1]], dtype=np.int64), table, out)
     assert np.array_equal(out, [np.zeros((2, 2)), 2 * np.ones((2, 2))])
-    with pytest.raises(ValueError, match=r"node 4 is not allowed; must be in 0 \.\.\. 3"):
-        _stacked.cover_sums(np.array([[0, 0], [4, 1]], dtype=np.intp), table, out)
+    for node in (4, -1):
+        with pytest.raises(ValueError, match="a node outside the noise table"):
+            cover_sums(np.array([[0, 0], [node, 1]], dtype=np.int64), table, out)
 
 
 def test_unknown_cover_is_one_error_line() -> None:
     with pytest.raises(ConfigError, match="cover = 'dyadc' is not allowed; allowed: dyadic, "
                                           "ab8fd16"):
         MatrixTree(4, 2, 1.0, np.random.default_rng(0), cover="dyadc")
+
+
+def test_query_repairs_only_what_gershgorin_cannot_place_above_the_floor() -> None:
+    """A release whose discs reach below the floor is V·diag(max(λ, floor))·Vᵀ of its
+    eigen-decomposition (exactly symmetric); one whose discs lie above it is the release."""
+    rng = np.random.default_rng(11)
+    for dim in (1, 2, 3, 5):
+        tree = MatrixTree(8, dim, 1.0, rng, shift=-3.0)
+        tree.update(None)
+        raw = tree.query_raw()
+        vals, vecs = np.linalg.eigh(raw)
+        assert vals.min() < 1e-12  # the noise pushes an eigenvalue below the floor
+        repaired = tree.query()
+        np.testing.assert_allclose(repaired, (vecs * np.maximum(vals, 1e-12)) @ vecs.T,
+                                   atol=1e-12 * np.abs(raw).max())
+        assert np.array_equal(repaired, repaired.T)
+        clipped, eigvecs = tree.query_eigh()
+        np.testing.assert_allclose(clipped, np.maximum(vals, 1e-12), atol=1e-12 * abs(vals).max())
+        assert np.allclose(np.abs(eigvecs.T @ vecs), np.eye(dim), atol=1e-8)
+        far = MatrixTree(8, dim, 0.1, rng, shift=50.0)
+        far.update(np.eye(dim))
+        assert np.array_equal(far.query(), far.query_raw())
+
+
+def test_psd_repair_symmetrises_and_clips() -> None:
+    from dpbandits.privacy.tree import psd_repair
+
+    m = np.array([[2.0, 1.0, 0.0], [3.0, -4.0, 0.5], [0.0, 0.5, 1.0]])
+    vals, vecs = psd_repair(m, 0.25)
+    ref_vals, ref_vecs = np.linalg.eigh(0.5 * (m + m.T))
+    np.testing.assert_allclose(vals, np.maximum(ref_vals, 0.25), rtol=1e-12)
+    np.testing.assert_allclose(np.abs(vecs.T @ ref_vecs), np.eye(3), atol=1e-12)
+
+
+def test_exact_trees_snap_leaves_as_exact_noise_snaps() -> None:
+    """Leaves go into the tree on the grid of σ, as `ExactNoise.snap` rounds them (bit for
+    bit); a float tree keeps them as they are."""
+    rng = np.random.default_rng(12)
+    noise = ExactNoise(np.random.default_rng(13))
+    tree = MatrixTree(16, 3, 0.9, rng, noise=noise)
+    float_tree = MatrixTree(16, 3, 0.9, rng)
+    total = np.zeros((3, 3))
+    for _ in range(5):
+        leaf = _sym(rng, 3) * 10.0 ** rng.uniform(-9, 3)
+        snapped = noise.snap(leaf, 0.9)
+        assert tree.snap(leaf).tobytes() == snapped.tobytes()
+        assert float_tree.snap(leaf) is leaf
+        tree.update(leaf)
+        total += snapped
+        assert tree._prefix.tobytes() == total.tobytes()

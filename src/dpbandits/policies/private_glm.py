@@ -24,14 +24,38 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from dpbandits import small_linalg
 from dpbandits.audit.spec import GLM_PAIR, UNIT_NORMS, PolicyAudit
-from dpbandits.contract import ProblemInfo
+from dpbandits.contract import OutcomeTables, ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.glm import logdet
 from dpbandits.links import get_link
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
+from dpbandits.policies.private_glm_rounds import (
+    AB8FD16,
+    ARM,
+    DECIDED,
+    DISCARDED,
+    FIT_W,
+    N1,
+    N2,
+    N_NW,
+    N_W,
+    N_WARMUP,
+    PAPER,
+    ROUND_DONE,
+    START,
+    STOP1,
+    STOP2,
+    STRICT,
+    WARM,
+    RoundConstants,
+    private_glm_rounds,
+    round_state,
+    select_round,
+    switch_h_prev,
+    ucb_arm,
+    update_round,
+)
 from dpbandits.privacy import dpsgd_ab8fd16
 from dpbandits.privacy.accountant import ENGINES
 from dpbandits.privacy.dpsgd import (
@@ -44,13 +68,12 @@ from dpbandits.privacy.exact_noise import noise_for
 from dpbandits.privacy.split import NAIVE_MAX_K, advanced_composition, split
 from dpbandits.privacy.tree import (
     MatrixTree,
-    psd_repair,
     release_cost,
-    transpose,
     tree_calibration,
     tree_height,
     tree_rho,
     tree_sigma,
+    unused_state,
 )
 from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 
@@ -110,55 +133,6 @@ def warmup_count_margin(sigma_node: float, horizon: int, zeta: float) -> float:
     return sigma_node * math.sqrt(tree_height(horizon) * 2.0 * math.log(horizon / zeta))
 
 
-def gen_eig_max(a: np.ndarray, b: np.ndarray) -> float:
-    """Largest generalised eigenvalue of (A, B), +∞ if B is not positive definite."""
-    d = a.shape[0]
-    s = max(1.0, float(np.abs(a).sum(axis=1).max()), float(np.abs(b).sum(axis=1).max()))
-    a1 = a / s
-    b1 = b / s
-    a1 = 0.5 * (a1 + a1.T)
-    b1 = 0.5 * (b1 + b1.T)
-    jitter = 1e-12 * max(1.0, float(np.trace(b1)) / d)
-    eye = np.eye(d)
-    try:
-        chol = np.linalg.cholesky(b1 + jitter * eye)
-    except np.linalg.LinAlgError:
-        return math.inf
-    left = np.linalg.solve(chol, a1 + jitter * eye)
-    m = np.linalg.solve(chol, left.T)
-    return float(np.linalg.eigvalsh(0.5 * (m + m.T))[-1])
-
-
-def gen_eig_max_whitened(a: np.ndarray, vals: np.ndarray, vecs: np.ndarray
-                         ) -> float | np.ndarray:
-    """Largest generalised eigenvalue of (A, B) for B = vecs·diag(vals)·vecsᵀ, vals > 0: a
-    float for one pair, an array for stacks of them."""
-    return gen_eig_max_white(a, whitening(vals, vecs))
-
-
-def whitening(vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """W = vecs·diag(vals)^(-1/2), so that WᵀBW = I for B = vecs·diag(vals)·vecsᵀ."""
-    return vecs / np.sqrt(vals)[..., None, :]
-
-
-def gen_eig_max_white(a: np.ndarray, w: np.ndarray) -> float | np.ndarray:
-    """Largest eigenvalue of the symmetrised WᵀAW: `gen_eig_max_whitened` with W given."""
-    m = transpose(w) @ a @ w
-    m2 = m + transpose(m)
-    m2 *= 0.5
-    top = small_linalg.eigvalsh(m2)[..., -1]
-    return float(top) if top.ndim == 0 else top
-
-
-def inverse_norms(x: np.ndarray, vals: np.ndarray, vecs: np.ndarray) -> np.ndarray:
-    """‖x_i‖²_{A⁻¹} for the rows of x (2-d), A = vecs·diag(vals)·vecsᵀ (for stacks of
-    (vals, vecs), one row of results per matrix)."""
-    p = x @ vecs
-    p *= p
-    p /= vals[..., None, :]
-    return p.sum(axis=-1)
-
-
 GLM_AUDIT_NOTE = ("paper mode triggers a θ_w fit from user 0's own contexts without noise (its "
                   "ledger records a breach)")
 
@@ -204,8 +178,10 @@ class PrivateGLM(Policy):
 
     name: ClassVar[str] = "Private-GLM"
     audits: ClassVar[tuple[PolicyAudit, ...]] = PRIVATE_GLM_AUDITS
-    lockstep: ClassVar[str] = "dpbandits.policies.private_glm_lockstep:PrivateGLMLockstep"
     private: ClassVar[bool] = True
+    plays_tables: ClassVar[bool] = True
+    decision_rule = staticmethod(ucb_arm)
+    update_rule = staticmethod(update_round)
     families: ClassVar[tuple[str, ...]] = ("logistic", "probit")
     parameters: ClassVar[Declaration] = (
         number("zeta", None, "failure probability ζ of λ, γ, β and the counter margin "
@@ -258,35 +234,74 @@ class PrivateGLM(Policy):
         tree_noise = self.noise if self.strict else None
         cover = "ab8fd16" if self.ab8fd16 else "dyadic"
         self.vtree = MatrixTree(horizon, d, self.sigma_v, rng, shift=c.lam, noise=tree_noise,
-                                cover=cover)
+                                cover=cover, eager=True)
         self.htree = MatrixTree(horizon, d, self.sigma_h, rng, shift=c.lam, noise=tree_noise,
-                                cover=cover)
-        self.v_vals, self.v_vecs = np.full(d, c.lam), np.eye(d)
-        self.h_cur = c.lam * np.eye(d)
-        self.h_prev = self.h_cur.copy()
-        self.h_prev_eig = (np.full(d, c.lam), np.eye(d))
-        self.theta_w = np.zeros(d)
-        self.theta_tau = np.zeros(d)
-        self.zw_x, self.zw_y = np.empty((horizon, d)), np.empty(horizon)
-        self.znw_x, self.znw_y = np.empty((horizon, d)), np.empty(horizon)
-        self.n_w = self.n_nw = 0
-        self.n1 = self.n2 = 0
-        self.stop1 = self.stop2 = False
-        self._warm = False
-        self.warmup_times: list[int] = []
-        self.discarded = 0
+                                cover=cover, eager=True)
+        self.state = round_state(d, horizon, problem.K, c.lam)
         self.switch_times: list[int] = []
         self.fits: list[tuple[int, int, FitResult, float]] = []  # (t, kind, fit, actual ε)
+        counter = unused_state()
         if self.strict:
             counter_rng = rng.spawn(1)[0]
-            self.counter = MatrixTree(horizon, 1, self.sigma_count, counter_rng,
+            self.counter = MatrixTree(horizon, 1, self.sigma_count, counter_rng, eager=True,
                                       noise=noise_for("strict", counter_rng))
+            counter = self.counter.state
             self.warm_counts: list[float] = []
         if self.ab8fd16:
             # ab8fd16's fits draw from numpy's global generator, apart from the trees' stream:
             # here a child stream of the policy's generator, so the shard seed fixes both.
             self.fit_rng = rng.spawn(1)[0]
-            self.logdet_prev = self.logdet_cur = d * math.log(c.lam)
+        mode = STRICT if self.strict else AB8FD16 if self.ab8fd16 else PAPER
+        self.constants = RoundConstants(
+            mode, self.link.kind, c.thr_w, c.beta, self.width_scale, self.switch_above,
+            AB8FD16_LOG_DET_RATIO, self.count_margin if self.strict else 0.0)
+        self.trees = (self.vtree.state, self.htree.state, counter)
+
+    # ------------------------------------------------------------------ the kernels' state
+
+    def _count(self, slot: int) -> int:
+        return int(self.state.counts[slot])
+
+    n_w = property(lambda self: self._count(N_W), doc="samples in Z_w")
+    n_nw = property(lambda self: self._count(N_NW), doc="samples in Z_nw")
+    discarded = property(lambda self: self._count(DISCARDED),
+                         doc="Criterion-I samples discarded after the c₁ θ_w fits")
+    n1 = property(lambda self: self._count(N1), doc="θ_w fits made")
+    n2 = property(lambda self: self._count(N2), doc="switches (θ_τ fits) made")
+    stop1 = property(lambda self: bool(self._count(STOP1)), doc="the c₁ θ_w fits are made")
+    stop2 = property(lambda self: bool(self._count(STOP2)), doc="the c₂ switches are made")
+    v = property(lambda self: self.state.v, doc="the released V")
+    h_cur = property(lambda self: self.state.h_cur, doc="the released H")
+    h_prev = property(lambda self: self.state.h_prev, doc="H at the last switch")
+    logdet_cur = property(lambda self: float(self.state.logdets[0]),
+                          doc="ab8fd16: the running maximum of log det H_cur")
+    logdet_prev = property(lambda self: float(self.state.logdets[1]),
+                           doc="ab8fd16: the running maximum of log det H_prev")
+    zw_x = property(lambda self: self.state.zw_x)
+    zw_y = property(lambda self: self.state.zw_y)
+    znw_x = property(lambda self: self.state.znw_x)
+    znw_y = property(lambda self: self.state.znw_y)
+
+    @property
+    def theta_w(self) -> np.ndarray:
+        """θ_w, the warm-up estimate (the paper's θ̂_o)."""
+        return self.state.theta_w
+
+    @property
+    def theta_tau(self) -> np.ndarray:
+        """θ_τ, the estimate refitted at each switch."""
+        return self.state.theta_tau
+
+    @property
+    def warmup_times(self) -> list[int]:
+        """The Criterion-I rounds so far."""
+        return self.state.warmup_times[: self._count(N_WARMUP)].tolist()
+
+    def _bump(self, slot: int, stop: int, cutoff: int) -> None:
+        """counts[slot] += 1, and counts[stop] set once it reaches `cutoff`."""
+        self.state.counts[slot] += 1
+        if self.state.counts[slot] == cutoff:
+            self.state.counts[stop] = 1
 
     @classmethod
     def check_combined(cls, params: dict[str, Any], accounting: str) -> None:
@@ -462,10 +477,7 @@ class PrivateGLM(Policy):
                             lam=self.lambda_fit, lr0=self.lr0, noiseless=self.noiseless,
                             engine=self.engine)
         self._record_fit(t, kind, fit)
-        if kind == 0:
-            self.theta_w = fit.theta
-        else:
-            self.theta_tau = fit.theta
+        (self.state.theta_w if kind == 0 else self.state.theta_tau)[:] = fit.theta
 
     @property
     def clips_contexts(self) -> bool:
@@ -473,124 +485,74 @@ class PrivateGLM(Policy):
         return self.strict
 
     def select(self, t: int, arms: np.ndarray) -> int:
-        c = self.const
-        if self.strict:  # every round, so that a user's own contexts cannot decide the check
-            self._criterion_two(t)
-        m = inverse_norms(arms, self.v_vals, self.v_vecs)
-        a = int(m.argmax())
-        if m[a] > c.thr_w:  # Criterion I
-            self._warm = True
-            x = arms[a]
-            self.vtree.update(np.outer(x, x) / (1.0 + m[a]))
-            self.v_vals, self.v_vecs = self.vtree.query_eigh()
-            self.htree.update(None)
-            self._refresh_h()
-            return a
-        self._warm = False
-        self.vtree.update(None)
-        self.v_vals, self.v_vecs = self.vtree.query_eigh()
-        if not self.strict:
-            self._criterion_two(t)
-        vals, vecs = self.h_prev_eig
-        ucb = arms @ (0.5 * (self.theta_w + self.theta_tau)) + c.beta * np.sqrt(
-            inverse_norms(arms, vals, vecs))
-        if self.theta_w.any():  # with θ_w = 0 the elimination keeps every arm
-            width = self.width_scale * np.sqrt(inverse_norms(arms, self.v_vals, self.v_vecs))
-            centre_w = arms @ self.theta_w
-            keep = centre_w + width >= (centre_w - width).max()
-            ucb = np.where(keep, ucb, -np.inf)
-        return int(ucb.argmax())
-
-    def _criterion_two(self, t: int) -> None:
-        """Switch and refit θ_τ when H_cur ⋠ f_sw·H_prev (generalised eigenvalue), until c₂."""
-        if self.ab8fd16:
-            self._criterion_two_ab8fd16(t)
-            return
-        if not self.stop2 and gen_eig_max_whitened(self.h_cur, *self.h_prev_eig) > (
-                self.switch_above):
+        """Round t's arm (`select_round`), switching where Criterion II asks for it."""
+        self._room(self.vtree)
+        phase = START
+        arms = np.ascontiguousarray(arms, dtype=float)
+        self._per_arm(len(arms))
+        while (phase := select_round(phase, arms, self.state, self.constants,
+                                     self.trees[0])) != DECIDED:
             self.switch(t)
-
-    def switch(self, t: int) -> None:
-        """H_prev ← H_cur and a θ_τ fit on Z_nw; Criterion II stops after c₂ switches."""
-        self.h_prev = self.h_cur
-        self.h_prev_eig = psd_repair(self.h_cur, self.htree.psd_floor)
-        if self.ab8fd16:
-            self.logdet_prev = max(self.logdet_prev, logdet(self.h_prev))
-        self.switch_times.append(t)
-        self._fit(t, 1)
-        self.n2 += 1
-        if self.n2 == self.const.c2:
-            self.stop2 = True
-
-    def _criterion_two_ab8fd16(self, t: int) -> None:
-        """ab8fd16's Criterion II: switch when max_s det H_cur(s) ≥ 2·max det H_prev, comparing
-        the running maximum over every released H_cur with that over the switched-to H_prev."""
-        if not (self.stop2 or self.logdet_cur < AB8FD16_LOG_DET_RATIO + self.logdet_prev):
-            self.switch(t)
-
-    def _refresh_h(self) -> None:
-        self.h_cur = self.htree.query()
-        if self.ab8fd16:
-            self.logdet_cur = max(self.logdet_cur, logdet(self.h_cur))
+        return int(self.state.counts[ARM])
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
-        if self.strict:
-            self._update_strict(t, x, r)
-            return
-        if self._warm:
-            self.warmup_times.append(t)
-            if self.stop1:
-                self.discarded += 1
+        """Round t's update with (x, r) (`update_round`), and the θ_w fit it may call for."""
+        self._room(self.htree, *((self.counter,) if self.strict else ()))  # a leaf a round
+        if update_round(t, np.ascontiguousarray(x, dtype=float), float(r), self.state,
+                        self.constants, *self.trees[1:]) == FIT_W:
+            self.warm_fit(t)
+
+    def _per_arm(self, K: int) -> None:
+        """Work arrays of one value per arm for rounds of K arms."""
+        if len(self.state.norms) != K:
+            self.state = self.state._replace(norms=np.empty(K), scores=np.empty(K))
+
+    @staticmethod
+    def _room(*trees: MatrixTree) -> None:
+        """One more leaf fits in every tree, else the tree's error."""
+        for tree in trees:
+            if tree.count >= tree.horizon:
+                raise ValueError(f"MatrixTree: update {tree.count + 1} exceeds horizon "
+                                 f"{tree.horizon}")
+
+    def play_table(self, tables: OutcomeTables) -> None:
+        """Every round on the tables (`private_glm_rounds`), switches and θ_w fits made here
+        at the round the loop stops at."""
+        rounds = len(tables.arms)
+        if rounds + max(self.vtree.count, self.htree.count) > self.problem.horizon:
+            raise ValueError(f"{self.name}: {rounds} rounds exceed the horizon "
+                             f"{self.problem.horizon}")
+        self._per_arm(tables.arms.shape[1])
+        t, phase = 0, START
+        while True:
+            t, phase = private_glm_rounds(t, phase, tables, self.state, self.constants,
+                                          *self.trees)
+            if t == len(tables.arms):
                 return
-            self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
-            self.n_w += 1
-            self._append_nw(x, r)
-            self.n1 += 1
-            self._fit(t, 0)
-            if self.n1 == self.const.c1:
-                self.stop1 = True
-            return
-        self._append_nw(x, r)
-        self._update_h(x)
+            if phase == ROUND_DONE:
+                self.warm_fit(t)
+            else:
+                self.switch(t)
 
-    def _update_strict(self, t: int, x: np.ndarray, r: float) -> None:
-        """Criterion-I samples go to Z_w only; the θ_w fits follow the private counter."""
-        collected = False
-        if self._warm:
-            collected = self.collect_warm(t, x, r)
-        else:
-            self._append_nw(x, r)
-            self._update_h(x)
-        self.counter.update(np.ones((1, 1)) if collected else None)
-        self.count_check(t, float(self.counter.query_raw()[0, 0]))
+    def switch(self, t: int) -> None:
+        """H_prev ← H_cur and a θ_τ fit on Z_nw (Criterion II); it stops after c₂ switches."""
+        switch_h_prev(self.state, self.constants, self.htree.psd_floor)
+        self.switch_times.append(t)
+        self._fit(t, 1)
+        self._bump(N2, STOP2, self.const.c2)
 
-    def collect_warm(self, t: int, x: np.ndarray, r: float) -> bool:
-        """Strict: a Criterion-I sample joins Z_w unless the c₁ θ_w fits are made."""
-        self.warmup_times.append(t)
-        if self.stop1:
-            self.discarded += 1
-            return False
-        self.zw_x[self.n_w], self.zw_y[self.n_w] = x, r
-        self.n_w += 1
-        return True
+    def warm_fit(self, t: int) -> None:
+        """A θ_w fit on Z_w (paper: after a Criterion-I sample; strict: once the counter's
+        released count less the margin reaches n₁ + 1); it stops after c₁ fits."""
+        if self.strict:
+            self.warm_counts.append(float(self.state.released[0]))
+        self._fit(t, 0)
+        self._bump(N1, STOP1, self.const.c1)
 
-    def count_check(self, t: int, released: float) -> None:
-        """Strict: a θ_w fit once the released count of Z_w reaches n₁ + 1 plus the margin."""
-        if not self.stop1 and released - self.count_margin >= self.n1 + 1:
-            self.warm_counts.append(released)
-            self._fit(t, 0)
-            self.n1 += 1
-            if self.n1 == self.const.c1:
-                self.stop1 = True
-
-    def _update_h(self, x: np.ndarray) -> None:
-        weight = float(self.link.dot(np.array(x @ self.theta_w))) / E
-        self.htree.update(weight * np.outer(x, x))
-        self._refresh_h()
-
-    def _append_nw(self, x: np.ndarray, r: float) -> None:
-        self.znw_x[self.n_nw], self.znw_y[self.n_nw] = x, r
-        self.n_nw += 1
+    @property
+    def _warm(self) -> bool:
+        """Whether the last selected arm was Criterion I's."""
+        return bool(self.state.counts[WARM])
 
     # ------------------------------------------------------------------ reporting
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dpbandits.links import Link, compiled_mean, compiled_mean_ufunc
-from dpbandits.privacy import _sgd
+from dpbandits.jit import jit
+from dpbandits.linalg import dot
+from dpbandits.links import Link, mean
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
 from dpbandits.privacy.exact_noise import Noise
-from dpbandits.privacy.vector_sum import compiled_rows
+from dpbandits.privacy.grid import snap
 
 CLIP = 0.2
 LAMBDA_FIT = 1e-5
@@ -43,13 +44,36 @@ class FitResult:
     rho: float | None = None
 
 
+@jit
+def clipped_gradient_add(theta: np.ndarray, x: np.ndarray, y: float, kind: int, clip: float,
+                         out: np.ndarray) -> None:
+    """out += one sample's canonical gradient (μ(xᵀθ) − y)x, scaled down to norm ≤ clip."""
+    residual = mean(kind, dot(x, theta)) - y
+    norm2 = 0.0
+    for j in range(x.shape[0]):
+        g = residual * x[j]
+        norm2 += g * g
+    scale = min(1.0, clip / max(math.sqrt(norm2), 1e-300))
+    for j in range(x.shape[0]):
+        out[j] += (residual * x[j]) * scale
+
+
+@jit
+def clipped_gradient_rows(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int,
+                          clip: float) -> np.ndarray:
+    """Per-sample clipped gradients, one row per sample (`clipped_gradient_add`)."""
+    out = np.zeros(X.shape)
+    for i in range(X.shape[0]):
+        clipped_gradient_add(theta, X[i], y[i], kind, clip, out[i])
+    return out
+
+
 def clipped_gradients(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
                       clip: float) -> np.ndarray:
     """Per-sample canonical gradients (μ(xᵀθ) − y)x, each scaled down to norm ≤ clip."""
-    g = (link.mean(X @ theta) - y)[:, None] * X
-    norms = np.sqrt(np.einsum("ij,ij->i", g, g))
-    scale = np.minimum(1.0, clip / np.maximum(norms, 1e-300))
-    return g * scale[:, None]
+    return clipped_gradient_rows(np.ascontiguousarray(theta, dtype=float),
+                                 np.ascontiguousarray(X, dtype=float),
+                                 np.ascontiguousarray(y, dtype=float), link.kind, float(clip))
 
 
 def starting_epochs(eps0: float) -> int:
@@ -111,57 +135,57 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
     spe = max(1, n // batch)
     epochs, burn_in, sigma = select_epochs(eps0, delta0, n, batch, d, clip, engine=engine)
     noise_std = 0.0 if noiseless else sigma * clip / batch
-    out = sgd_passes(theta, X, y, link, rng, range(0, spe * batch, batch), batch, epochs,
-                     burn_in, clip=clip, lam=lam, lr0=lr0, noise_std=noise_std)
+    out = sgd_passes(theta, *sample_rows(X, y), link.kind, rng, spe, batch, epochs, burn_in,
+                     float(clip), float(lam), float(lr0), noise_std)
     return FitResult(out, n, batch, epochs, burn_in, epochs * spe, sigma, noise_std, "dpsgd",
                      eps0, delta0)
 
 
-def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, link: Link,
-               rng: np.random.Generator, starts: range, batch: int, epochs: int, burn_in: int,
-               *, clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
-    """`epochs` shuffled passes of minibatch steps θ ← θ − (lr0/√k)(ḡ + 2λθ + N(0, noise_std²)),
-    one minibatch per start in `starts`; the average of the epoch-end iterates after burn-in.
+def sample_rows(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The samples as the kernels take them: C-ordered float64."""
+    return np.ascontiguousarray(X, dtype=float), np.ascontiguousarray(y, dtype=float)
 
-    Each epoch shuffles, then draws its steps' noise in one call (the values one call per step
-    draws); `_sgd.sgd_steps` makes the steps where it computes them as numpy does (float64 θ,
-    forward starts), numpy the rest."""
-    d = X.shape[1]
+
+@jit
+def sgd_epoch(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, order: np.ndarray,
+              noise: np.ndarray, k: int, batch: int, clip: float, lam: float,
+              lr0: float) -> None:
+    """One epoch's len(noise) minibatch steps in place, the s-th on rows
+    order[s·batch : min((s + 1)·batch, n)]: θ ← θ − (lr0/√k)(ḡ + 2λθ + noise[s]), ḡ the mean
+    clipped gradient, k counting steps from `k` + 1 on."""
+    n, d = X.shape
+    g = np.empty(d)
+    for s in range(noise.shape[0]):
+        start = s * batch
+        stop = min(start + batch, n)
+        for j in range(d):
+            g[j] = 0.0
+        for i in range(start, stop):
+            clipped_gradient_add(theta, X[order[i]], y[order[i]], kind, clip, g)
+        rate = lr0 / math.sqrt(k + s + 1)
+        for j in range(d):
+            step = g[j] / (stop - start) + 2.0 * lam * theta[j]
+            theta[j] = theta[j] - rate * (step + noise[s, j])
+
+
+def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int,
+               rng: np.random.Generator, per_epoch: int, batch: int, epochs: int, burn_in: int,
+               clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
+    """`epochs` shuffled passes of `per_epoch` minibatch steps (`sgd_epoch`), each epoch
+    shuffling the rows, then drawing its steps' noise N(0, noise_std²I) in one call (the
+    values one call per step draws); the average of the epoch-end iterates after burn-in."""
+    theta = np.array(theta, dtype=float)
     order = np.arange(X.shape[0])
-    compiled = compiled_steps(X, y, link, starts, batch)
-    mean = compiled_mean_ufunc(link)
-    total = np.zeros(d)
+    total = np.zeros(X.shape[1])
     kept = 0
-    k = 0
     for e in range(epochs):
         rng.shuffle(order)
-        noise = rng.normal(0.0, noise_std, size=(len(starts), d))
-        done = 0
-        if compiled and theta.dtype == np.float64:
-            theta, done = _sgd.sgd_steps(X, y, order, np.ascontiguousarray(theta),
-                                         starts.start, starts.step, len(starts), batch, noise,
-                                         k, clip, 2.0 * lam, lr0, mean)
-        for s in range(done, len(starts)):
-            idx = order[starts[s]:starts[s] + batch]
-            g = clipped_gradients(theta, X[idx], y[idx], link, clip).mean(axis=0)
-            g += 2.0 * lam * theta
-            theta = theta - (lr0 / math.sqrt(k + s + 1)) * (g + noise[s])
-        k += len(starts)
+        noise = rng.normal(0.0, noise_std, size=(per_epoch, X.shape[1]))
+        sgd_epoch(theta, X, y, kind, order, noise, e * per_epoch, batch, clip, lam, lr0)
         if e >= burn_in:
             total += theta
             kept += 1
     return total / kept if kept else theta
-
-
-def compiled_steps(X: np.ndarray, y: np.ndarray, link: Link, starts: range,
-                   batch: int) -> bool:
-    """Whether `_sgd.sgd_steps` takes these rows, link and minibatches: C-ordered aligned
-    native float64 X (n, d ≥ 2; numpy sums one column pairwise) and y (n,), a link whose mean
-    is a ufunc or the identity, forward starts from 0 or later and batches of one row or more
-    (others take numpy's calls)."""
-    return (compiled_mean(link) and compiled_rows(X) and X.shape[1] >= 2 and y.ndim == 1
-            and y.shape[0] == X.shape[0] and y.dtype == np.float64 and y.flags.c_contiguous
-            and y.flags.aligned and starts.start >= 0 and starts.step >= 1 and batch >= 1)
 
 
 def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
@@ -175,10 +199,50 @@ def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
                          target_epsilon=fit.epsilon, engine=engine)
 
 
+@jit
+def project_into(theta: np.ndarray, radius: float) -> None:
+    """θ ← its Euclidean projection onto {‖θ‖ ≤ radius}, in place."""
+    norm = math.sqrt(dot(theta, theta))
+    if not norm <= radius:
+        for j in range(theta.shape[0]):
+            theta[j] = theta[j] * (radius / norm)
+
+
 def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
-    """Euclidean projection onto {‖θ‖ ≤ radius}."""
-    norm = float(np.sqrt(theta @ theta))
-    return theta if norm <= radius else theta * (radius / norm)
+    """Euclidean projection onto {‖θ‖ ≤ radius} (a new array)."""
+    out = np.array(theta, dtype=float)
+    project_into(out, float(radius))
+    return out
+
+
+@jit
+def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, denom: float,
+                   noise: np.ndarray, grid: float, radius: float, burn_in: int, clip: float,
+                   lam: float, lr0: float) -> np.ndarray:
+    """K = len(noise) steps θ ← Π(θ − lr_k(g̃/denom + 2λθ)) from θ (in place), g̃ the clipped
+    gradient sum snapped to `grid` (exact noise; 0: none) plus noise[k]; the mean of the
+    iterates after `burn_in`, or the last iterate (docs/glm.md, "Strict fits")."""
+    d = X.shape[1]
+    mean_after = np.zeros(d)
+    g = np.empty(d)
+    kept = 0
+    for k in range(1, noise.shape[0] + 1):
+        for j in range(d):
+            g[j] = 0.0
+        for i in range(X.shape[0]):
+            clipped_gradient_add(theta, X[i], y[i], kind, clip, g)
+        rate = lr0 / math.sqrt(k)
+        for j in range(d):
+            noisy = snap(g[j], grid) + noise[k - 1, j]
+            theta[j] = theta[j] - rate * (noisy / denom + 2.0 * lam * theta[j])
+        project_into(theta, radius)
+        if k > burn_in:
+            for j in range(d):
+                mean_after[j] += theta[j]
+            kept += 1
+    for j in range(d):
+        mean_after[j] = mean_after[j] / kept if kept else theta[j]
+    return mean_after
 
 
 def strict_sigma(rho: float, steps: int = STRICT_STEPS) -> float:
@@ -200,7 +264,7 @@ def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, l
     With an exact `noise` source each of the K + 1 releases is snapped and calibrated to
     ρ/(K + 1) for its own sensitivity (1 for the count, 2C for a gradient sum).
     """
-    theta = project_ball(np.array(theta0, dtype=float), radius)
+    theta = project_ball(theta0, radius)
     n, d = X.shape
     sigma = strict_sigma(rho, steps)
     exact = noise is not None and noise.exact
@@ -212,19 +276,11 @@ def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, l
         grad_sd = noise.calibrate_gaussian(2.0 * clip, rho / (steps + 1), d)[0]
         sigma = grad_sd / (2.0 * clip)
         noisy_n = float(noise.snap(float(n), count_sd)) + float(noise.gaussian(count_sd))
-    denom = max(noisy_n, 1.0)
-    total = np.zeros(d)
-    kept = 0
-    for k in range(1, steps + 1):
-        g = clipped_gradients(theta, X, y, link, clip).sum(axis=0) if n else np.zeros(d)
-        if not exact:
-            g = g + rng.normal(0.0, grad_sd, size=d)
-        else:
-            g = noise.snap(g, grad_sd) + noise.gaussian(grad_sd, d)
-        theta = project_ball(theta - (lr0 / math.sqrt(k)) * (g / denom + 2.0 * lam * theta),
-                             radius)
-        if k > burn_in:
-            total += theta
-            kept += 1
-    out = total / kept if kept else theta
+    if not exact:
+        gradient_noise, grid = rng.normal(0.0, grad_sd, size=(steps, d)), 0.0
+    else:  # the K draws of d values, in one call (what K calls draw)
+        gradient_noise, grid = noise.gaussian(grad_sd, (steps, d)), noise.grid(grad_sd)
+    out = noisy_gd_steps(theta, *sample_rows(X, y), link.kind, max(noisy_n, 1.0),
+                         gradient_noise, grid, float(radius), burn_in, float(clip), float(lam),
+                         float(lr0))
     return FitResult(out, n, n, steps, burn_in, steps, sigma, grad_sd, "noisy_gd", rho=rho)

@@ -15,8 +15,14 @@ import numpy as np
 from dpbandits.errors import ConfigError
 from dpbandits.links import Link
 from dpbandits.privacy.accountant import epsilon_from_rdp, rdp_orders
-from dpbandits.privacy.dpsgd import CLIP, LAMBDA_FIT, LR0, FitResult, sgd_passes
-from dpbandits.scipy_kernels import brentq
+from dpbandits.privacy.dpsgd import (
+    CLIP,
+    LAMBDA_FIT,
+    LR0,
+    FitResult,
+    sample_rows,
+    sgd_passes,
+)
 
 EPOCHS = 50
 BURN_IN = 10
@@ -52,6 +58,8 @@ def claimed_epsilon(sigma: float, delta: float, steps: int, q: float,
 @functools.lru_cache(maxsize=4096)
 def noise_multiplier(epsilon: float, delta: float, steps: int, q: float) -> float:
     """σ with ab8fd16's ε(σ) = ε, by Brent's method on [1e-5, 4e7] (x tolerance 1e-6)."""
+    from scipy.optimize import brentq  # loaded where a σ is sought
+
     low, high = SIGMA_BOUNDS
     f_low = claimed_epsilon(low, delta, steps, q, epsilon) - epsilon
     f_high = claimed_epsilon(high, delta, steps, q, epsilon) - epsilon
@@ -118,8 +126,8 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
                                       delta0, n, batch, clip)
     sigma = std * batch / clip
     noise_std = 0.0 if noiseless else std
-    out = sgd_passes(theta, X, y, link, rng, range(0, n, batch), batch, epochs, burn_in,
-                     clip=clip, lam=lam, lr0=lr0, noise_std=noise_std)
+    out = sgd_passes(theta, *sample_rows(X, y), link.kind, rng, per_epoch, batch, epochs,
+                     burn_in, float(clip), float(lam), float(lr0), noise_std)
     return FitResult(out, n, batch, epochs, burn_in, epochs * per_epoch, sigma, noise_std,
                      "dpsgd_ab8fd16", eps0, delta0)
 

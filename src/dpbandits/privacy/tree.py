@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import numpy as np
 
-from dpbandits import _stacked, small_linalg
 from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
+from dpbandits.jit import jit
 from dpbandits.privacy.exact_noise import ExactNoise, Noise
+from dpbandits.privacy.grid import snap
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
@@ -108,9 +110,9 @@ def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
     """Row s: the nodes of `query_nodes(s)` in summation order, padded with 0 (no node):
     `cover_nodes` and `ab8fd16_nodes` run for every count at once, one level per step."""
     check_cover(cover)
-    counts = np.arange(horizon + 1, dtype=np.intp)
-    index = np.zeros((horizon + 1, 2 * height + 1), dtype=np.intp)
-    filled = np.zeros(horizon + 1, dtype=np.intp)
+    counts = np.arange(horizon + 1, dtype=np.int64)
+    index = np.zeros((horizon + 1, 2 * height + 1), dtype=np.int64)
+    filled = np.zeros(horizon + 1, dtype=np.int64)
 
     def append(rows: np.ndarray, nodes: np.ndarray) -> None:
         index[rows, filled[rows]] = nodes[rows]
@@ -118,7 +120,7 @@ def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
 
     leaf = (1 << (height - 1)) + counts - 1
     if cover == "dyadic":  # `cover_nodes`: the left end moves right, the right end left
-        left, right = np.full(horizon + 1, 1 << (height - 1), dtype=np.intp), leaf
+        left, right = np.full(horizon + 1, 1 << (height - 1), dtype=np.int64), leaf
         live = left <= right
         while live.any():
             take = live & (left & 1 == 1)
@@ -263,45 +265,182 @@ def exact_release_cost(horizon: int, cover: str = "dyadic") -> tuple[float, int,
     return float(total[best]), best + 1, int(heaviest)
 
 
-def transpose(matrices: np.ndarray) -> np.ndarray:
-    """Each matrix of a stack (or the one matrix) transposed, a view: `.T` of a 2-d array."""
-    return np.swapaxes(matrices, -1, -2)
+# ---------------------------------------------------------------------- compiled kernels
 
 
-def symmetrised_shifted(raw: np.ndarray, shift: float) -> np.ndarray:
-    """0.5·(M + Mᵀ) + shift·I for each matrix of a stack (or the one matrix), in a new array:
-    the same operations as `0.5 * (m + m.T)` and `m[diag] += shift`, with one temporary."""
-    out = raw + transpose(raw)
-    out *= 0.5
-    dim = out.shape[-1]
-    out.reshape(*out.shape[:-2], dim * dim)[..., :: dim + 1] += shift  # a view: out is new
-    return out
+class TreeState(NamedTuple):
+    """What a tree's kernels read and write: the prefix sum of the leaves (dim × dim); the sum
+    of every node (heap index 1…2^h − 1, row 0 unused) for a cover other than the dyadic one,
+    else no rows; the nodes each count's query sums (`cover_index`, read-only) for such a
+    cover, else no rows; Z_cover(s) for every count s = 0…T of an eager tree, else no rows; the
+    count (one int64); the shift λ of the release, the PSD floor, and the grid γ leaves are
+    snapped to (0: no grid)."""
+
+    prefix: np.ndarray
+    node_sums: np.ndarray
+    index: np.ndarray
+    noise: np.ndarray
+    count: np.ndarray
+    shift: float
+    floor: float
+    grid: float
 
 
-def gershgorin_short(raw: np.ndarray, floor: float) -> np.ndarray:
-    """Per matrix of a stack (or for one matrix): whether Gershgorin's discs fail to put every
-    eigenvalue at or above `floor`, so that `MatrixTree.query` must repair it."""
-    diag = raw.diagonal(axis1=-2, axis2=-1)
-    radius = np.abs(raw).sum(axis=-1) - np.abs(diag)
-    return ~(diag - radius >= floor).all(axis=-1)
+def unused_state(dim: int = 1) -> TreeState:
+    """A tree state without leaves or noise, for kernels that take a tree a mode does not use."""
+    none = np.zeros((0, 0), dtype=np.int64)
+    none.flags.writeable = False
+    return TreeState(np.zeros((dim, dim)), np.zeros((0, dim, dim)), none,
+                     np.zeros((0, dim, dim)), np.zeros(1, dtype=np.int64), 0.0, 0.0, 0.0)
 
 
-def repaired(raw: np.ndarray, floor: float) -> np.ndarray:
-    """V·diag(max(λ, floor))·Vᵀ from the eigen-decomposition of each (symmetric) matrix."""
-    vals, vecs = clipped_eigh(raw, floor)
-    return (vecs * vals[..., None, :]) @ transpose(vecs)
+@jit
+def cover_sums(index: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
+    """out[s] = Σ of table[j − 1] over the nodes j of row s of `index` (0: no node), added
+    from zero in the row's order: Z_cover(s) for every count s at once."""
+    for s in range(index.shape[0]):
+        total = out[s]
+        for i in range(total.shape[0]):
+            for j in range(total.shape[1]):
+                total[i, j] = 0.0
+        for k in range(index.shape[1]):
+            node = index[s, k]
+            if node == 0:
+                continue
+            if node < 0 or node > table.shape[0]:
+                raise ValueError("cover_sums: a node outside the noise table")
+            z = table[node - 1]
+            for i in range(z.shape[0]):
+                for j in range(z.shape[1]):
+                    total[i, j] = total[i, j] + z[i, j]
 
 
+@jit
+def advance(count: np.ndarray) -> None:
+    """An empty leaf: the count moves on."""
+    count[0] += 1
+
+
+@jit
+def snap_all(values: np.ndarray, grid: float) -> None:
+    """Every entry of the 1-d array rounded to the grid γ in place (`grid.snap`)."""
+    for i in range(values.shape[0]):
+        values[i] = snap(values[i], grid)
+
+
+@jit
+def add_leaf(tree: TreeState, leaf: np.ndarray) -> None:
+    """The next leaf, snapped to the tree's grid in place, added to the prefix sum and, where
+    node sums are kept, to the sums of its node and every ancestor."""
+    dim = leaf.shape[0]
+    tree.count[0] += 1
+    for i in range(dim):
+        for j in range(dim):
+            value = snap(leaf[i, j], tree.grid) if tree.grid > 0.0 else leaf[i, j]
+            leaf[i, j] = value
+            tree.prefix[i, j] += value
+    if tree.node_sums.shape[0]:
+        node = tree.node_sums.shape[0] // 2 + tree.count[0] - 1  # leaf s: 2^(h−1) + s − 1
+        while node > 0:
+            total = tree.node_sums[node]
+            for i in range(dim):
+                for j in range(dim):
+                    total[i, j] += leaf[i, j]
+            node //= 2
+
+
+@jit
+def release_into(tree: TreeState, noise: np.ndarray, out: np.ndarray) -> None:
+    """shift·I + 0.5·(S + Sᵀ), S = the cover's noise `noise` plus the data: the prefix sum, or
+    (node sums kept) the sum of the node sums the query at the current count sums, from zero
+    in its order: the unrepaired release (App. J.3)."""
+    dim = out.shape[0]
+    keep = not tree.node_sums.shape[0]
+    for i in range(dim):
+        for j in range(dim):
+            out[i, j] = tree.prefix[i, j] if keep else 0.0
+    if not keep:
+        row = tree.index[tree.count[0]]
+        for k in range(row.shape[0]):
+            if row[k] == 0:
+                continue
+            total = tree.node_sums[row[k]]
+            for i in range(dim):
+                for j in range(dim):
+                    out[i, j] = out[i, j] + total[i, j]
+    for i in range(dim):
+        for j in range(i, dim):
+            value = ((out[i, j] + noise[i, j]) + (out[j, i] + noise[j, i])) * 0.5
+            out[i, j] = value
+            out[j, i] = value
+        out[i, i] += tree.shift
+
+
+@jit
+def clipped_eigh(symmetric: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues clipped below at `floor`, eigenvectors) of a symmetric matrix."""
+    vals, vecs = np.linalg.eigh(symmetric)
+    for i in range(vals.shape[0]):
+        if vals[i] < floor:
+            vals[i] = floor
+    return vals, vecs
+
+
+@jit
 def psd_repair(matrix: np.ndarray, floor: float = 1e-12) -> tuple[np.ndarray, np.ndarray]:
     """Symmetrise and clip eigenvalues below at `floor`: (eigenvalues, eigenvectors)."""
-    return clipped_eigh(0.5 * (matrix + matrix.T), floor)
+    dim = matrix.shape[0]
+    symmetric = np.empty((dim, dim))
+    for i in range(dim):
+        for j in range(dim):
+            symmetric[i, j] = 0.5 * (matrix[i, j] + matrix[j, i])
+    return clipped_eigh(symmetric, floor)
 
 
-def clipped_eigh(symmetric: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
-    """`psd_repair` of a matrix that is already exactly symmetric (its symmetrisation is the
-    identity there: m + mᵀ = 2m exactly, for entries below 2^1023 in magnitude)."""
-    vals, vecs = small_linalg.eigh(symmetric)
-    return np.maximum(vals, floor), vecs
+@jit
+def query_into(tree: TreeState, noise: np.ndarray, out: np.ndarray) -> None:
+    """The released matrix into `out`: the release, PSD-repaired unless Gershgorin's discs
+    already put every eigenvalue at or above the floor."""
+    release_into(tree, noise, out)
+    dim = out.shape[0]
+    short = False  # Gershgorin's discs fail to put every eigenvalue at or above the floor
+    for i in range(dim):
+        radius = 0.0
+        for j in range(dim):
+            radius += abs(out[i, j])
+        short = short or not out[i, i] - (radius - abs(out[i, i])) >= tree.floor
+    if not short:
+        return
+    vals, vecs = clipped_eigh(out, tree.floor)  # out ← V·diag(max(λ, floor))·Vᵀ
+    for i in range(dim):
+        for j in range(i, dim):
+            total = 0.0
+            for k in range(dim):
+                total += vecs[i, k] * vals[k] * vecs[j, k]
+            out[i, j] = total
+            out[j, i] = total
+
+
+@jit
+def query_eigh(tree: TreeState, noise: np.ndarray,
+               work: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigen-decomposition (clipped eigenvalues, eigenvectors) of the PSD-repaired release
+    (`work` holds the release afterwards)."""
+    release_into(tree, noise, work)
+    return clipped_eigh(work, tree.floor)
+
+
+# ---------------------------------------------------------------------- the tree
+
+
+@functools.lru_cache(maxsize=64)
+def _upper(dim: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, columns) of the entries above the diagonal, and the diagonal's indices."""
+    return (*np.triu_indices(dim, 1), np.arange(dim))
+
+
+_NO_INDEX = np.zeros((0, 0), dtype=np.int64)
+_NO_INDEX.flags.writeable = False
 
 
 class MatrixTree:
@@ -312,8 +451,8 @@ class MatrixTree:
     ∝ exp(−‖Z‖_F²/(2σ²)), so a node whose sum moves by Δ in Frobenius norm costs Δ²/(2σ²) zCDP.
     A query at count s returns shift·I + Σ_{cover(s)} (node sum + Z_j), symmetrised, with
     eigenvalues clipped at `psd_floor`. Noise is drawn for all nodes in heap order at
-    construction when the table is small, otherwise on first use of a node (same distribution,
-    bounded memory).
+    construction when the table is small (and Z_cover(s) summed for every count s then),
+    otherwise on first use of a node (same distribution, bounded memory).
 
     With an exact `noise` source (strict accounting) every leaf is snapped to the grid of σ and
     Z_j has discrete Gaussian entries: σ on the diagonal and σ/√2 above it (mirrored below);
@@ -322,6 +461,10 @@ class MatrixTree:
 
     `cover="ab8fd16"` sums the node set of the authors' initial commit instead of the dyadic
     cover (`ab8fd16_nodes`); node sums are then kept per node, partial sums included.
+
+    The tree's arrays are `state` (`TreeState`); the methods below and compiled round loops
+    change and read them with the same kernels (`add_leaf`, `release_into`, `query_into`,
+    `query_eigh`), an eager tree's noise coming from `state.noise`.
     """
 
     def __init__(
@@ -351,15 +494,16 @@ class MatrixTree:
         self.rng = rng
         self.exact = noise is not None and noise.exact
         self.noise = noise
-        self.count = 0
-        self._prefix = np.zeros((dim, dim))
-        self._upper = (*np.triu_indices(self.dim, 1), np.arange(self.dim))  # rows, cols, diagonal
+        self.cover_kind = cover
+        self._upper = _upper(self.dim)  # rows, cols, diagonal
+        grid = 0.0
         if self.exact and self.sigma_node > 0:  # diagonal σ, above the diagonal σ/√2
             assert isinstance(noise, ExactNoise)
             sigma_above = self.sigma_node / math.sqrt(2.0)
             self._samplers = (noise.gaussian_sampler(self.sigma_node),
                               noise.gaussian_sampler(sigma_above))
             self._draw_node = noise.symmetric_sampler(self.sigma_node, sigma_above, self.dim)
+            grid = noise.grid(self.sigma_node)
         n_nodes = (1 << self.height) - 1
         if eager is None:
             eager = n_nodes * dim * dim <= EAGER_MAX_ENTRIES
@@ -370,10 +514,24 @@ class MatrixTree:
             self._noise_table = self._draw(n_nodes)
         self._noise_sum = np.zeros((dim, dim))
         self._noise_sum_count = 0
-        self._cover_sums: np.ndarray | None = None
-        self.cover_kind = cover
-        self._node_sums = np.zeros((n_nodes + 1, dim, dim)) if cover != "dyadic" else None
         self._nodes: tuple[int, list[int]] = (0, [])
+        dyadic = cover == "dyadic"
+        self.state = TreeState(
+            prefix=np.zeros((dim, dim)),
+            node_sums=np.zeros((0 if dyadic else n_nodes + 1, dim, dim)),
+            index=_NO_INDEX if dyadic else cover_index(self.horizon, self.height, cover),
+            noise=self._cover_noise_table() if self.eager else np.zeros((0, dim, dim)),
+            count=np.zeros(1, dtype=np.int64), shift=self.shift, floor=self.psd_floor,
+            grid=grid)
+
+    @property
+    def count(self) -> int:
+        """Leaves added so far."""
+        return int(self.state.count[0])
+
+    @property
+    def _prefix(self) -> np.ndarray:
+        return self.state.prefix
 
     def node_noise(self, node: int) -> np.ndarray:
         """The fixed symmetric noise matrix Z_node (heap index, 1-based)."""
@@ -431,23 +589,20 @@ class MatrixTree:
 
     def snap(self, matrix: np.ndarray) -> np.ndarray:
         """A leaf as the tree adds it: on the grid of σ with exact noise, else unchanged."""
-        if not self.exact or self.sigma_node == 0:
+        if not self.state.grid:
             return matrix
-        return self.noise.snap(matrix, self.sigma_node)
+        out = np.array(matrix, dtype=float)
+        snap_all(out.reshape(-1), self.state.grid)
+        return out
 
     def update(self, matrix: np.ndarray | None = None) -> None:
         """Append the next leaf (None or a zero matrix for an empty round)."""
         if self.count >= self.horizon:
             raise ValueError(f"MatrixTree: update {self.count + 1} exceeds horizon {self.horizon}")
-        self.count += 1
-        if matrix is not None:
-            leaf = self.snap(matrix)
-            self._prefix += leaf
-            if self._node_sums is not None:
-                node = (1 << (self.height - 1)) + self.count - 1
-                while node > 0:
-                    self._node_sums[node] += leaf
-                    node //= 2
+        if matrix is None:
+            advance(self.state.count)
+        else:
+            add_leaf(self.state, np.array(matrix, dtype=float))  # a copy: snapped in place
 
     def update_rank_one(self, x: np.ndarray, weight: float) -> None:
         """Append the leaf weight·x xᵀ."""
@@ -455,53 +610,44 @@ class MatrixTree:
 
     def cover(self) -> list[int]:
         """Nodes whose sums and noises make up the current release."""
-        if self._node_sums is None:
+        if self.cover_kind == "dyadic":
             return cover_nodes(self.count, self.height)
         if self._nodes[0] != self.count:
             self._nodes = (self.count, query_nodes(self.count, self.height, self.cover_kind))
         return self._nodes[1]
 
-    def _data_sum(self) -> np.ndarray:
-        """The data part of the release: the prefix sum, or ab8fd16's sum of node sums."""
-        if self._node_sums is None:
-            return self._prefix
-        return self._node_sums[self.cover()].sum(axis=0)
-
-    def _cover_noise_table(self, out: np.ndarray | None = None) -> np.ndarray:
-        """Z_cover(s) for every count s of an eager tree (into `out`, a (T + 1, dim, dim)
-        array, if given), each summed node by node in cover order from zero, exactly as
-        `_cover_noise` sums one count (compiled: `_stacked.cover_sums`)."""
-        table = self._noise_table
-        assert table is not None
-        sums = np.empty((self.horizon + 1, self.dim, self.dim)) if out is None else out
-        _stacked.cover_sums(cover_index(self.horizon, self.height, self.cover_kind), table,
-                            sums)
+    def _cover_noise_table(self) -> np.ndarray:
+        """Z_cover(s) for every count s = 0…T of an eager tree, each summed node by node in
+        cover order from zero, exactly as `_cover_noise` sums one count (zeros without noise)."""
+        sums = np.zeros((self.horizon + 1, self.dim, self.dim))
+        if self._noise_table is not None:
+            cover_sums(cover_index(self.horizon, self.height, self.cover_kind),
+                       self._noise_table, sums)
         return sums
 
     def _cover_noise(self) -> np.ndarray:
-        if self._noise_table is not None:
-            if self._cover_sums is None:
-                self._cover_sums = self._cover_noise_table()
-            return self._cover_sums[self.count]
+        if self.eager:
+            return self.state.noise[self.state.count[0]]
         if self._noise_sum_count != self.count:
             total = np.zeros((self.dim, self.dim))
             if self.sigma_node > 0:
                 for node in self.cover():
                     total += self.node_noise(node)
-            if not self.eager:
-                live = set(self.cover())
-                self._noise_lazy = {j: z for j, z in self._noise_lazy.items() if j in live}
+            live = set(self.cover())
+            self._noise_lazy = {j: z for j, z in self._noise_lazy.items() if j in live}
             self._noise_sum = total
             self._noise_sum_count = self.count
         return self._noise_sum
 
     def query_raw(self) -> np.ndarray:
         """shift·I + noisy prefix sum, symmetrised, without PSD repair (unbiased)."""
-        return symmetrised_shifted(self._data_sum() + self._cover_noise(), self.shift)
+        out = np.empty((self.dim, self.dim))
+        release_into(self.state, self._cover_noise(), out)
+        return out
 
     def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
         """Eigen-decomposition (clipped eigenvalues, eigenvectors) of the PSD-repaired release."""
-        return clipped_eigh(self.query_raw(), self.psd_floor)  # query_raw is symmetric
+        return query_eigh(self.state, self._cover_noise(), np.empty((self.dim, self.dim)))
 
     def query(self) -> np.ndarray:
         """The released matrix: noisy prefix sum + shift·I, PSD-repaired.
@@ -509,109 +655,6 @@ class MatrixTree:
         When Gershgorin's discs already put every eigenvalue above the floor the repair is
         the identity and the eigen-decomposition is skipped.
         """
-        raw = self.query_raw()
-        if not gershgorin_short(raw, self.psd_floor):
-            return raw
-        return repaired(raw, self.psd_floor)
-
-
-class StackedTrees:
-    """The `MatrixTree`s of several trials as one, for trials played in lockstep: each round's
-    update and release of every tree is one numpy call on the stack, and each tree's release
-    is bit for bit its own (`MatrixTree.update`, `query_raw`, `query_eigh`, `query`).
-
-    The trees must have noise drawn eagerly at construction and the same cover, horizon, shape,
-    σ, noise kind, shift, floor and count (`accepts`). ab8fd16's cover sums the node sums over the
-    node axis, which numpy adds from zero in cover order for matrices of dim ≥ 2, as one tree's
-    `sum(axis=0)` does (for dim = 1 numpy sums that axis pairwise, so those trees are not
-    stacked).
-    """
-
-    def __init__(self, trees: list[MatrixTree]) -> None:
-        self.trees = trees
-        first = trees[0]
-        self.horizon, self.height, self.cover_kind = first.horizon, first.height, first.cover_kind
-        self.shift, self.floor = first.shift, first.psd_floor
-        self.count = first.count
-        self.prefix = np.stack([tree._prefix for tree in trees])
-        self.cover = np.empty((len(trees), self.horizon + 1, first.dim, first.dim))
-        for tree, table in zip(trees, self.cover, strict=True):
-            tree._cover_sums = tree._cover_noise_table(table)  # the tree's own, in the stack
-        self.node_sums = (None if first._node_sums is None
-                          else np.stack([tree._node_sums for tree in trees]))
-
-    @staticmethod
-    def accepts(trees: list[MatrixTree]) -> bool:
-        """Whether these trees can be stacked (see the class docstring)."""
-        first = trees[0]
-        if first.cover_kind != "dyadic" and first.dim < 2:
-            return False
-
-        def key(tree: MatrixTree) -> tuple:
-            return (tree.cover_kind, tree.count, tree.horizon, tree.dim, tree.sigma_node,
-                    tree.exact, type(tree.noise), tree.shift, tree.psd_floor)
-
-        return all(tree._noise_table is not None and key(tree) == key(first) for tree in trees)
-
-    def advance(self, rows: np.ndarray | None, leaves: np.ndarray) -> None:
-        """Every tree's next leaf: leaves[j] for the j-th trial of the mask `rows` (None: of
-        every trial), none for the others. Leaves are snapped as each tree snaps them (`snap`
-        is elementwise and draws nothing, so one tree's does it for all)."""
-        if self.count >= self.horizon:
-            raise ValueError(f"MatrixTree: update {self.count + 1} exceeds horizon "
-                             f"{self.horizon}")
-        self.count += 1
-        if not len(leaves):
-            return
-        leaves = self.trees[0].snap(leaves)
-        self.prefix[slice(None) if rows is None else rows] += leaves
-        if self.node_sums is not None:  # the leaf's node and its ancestors, each added once
-            leaf = (1 << (self.height - 1)) + self.count - 1
-            path = [leaf >> k for k in range(leaf.bit_length())]
-            cells = (slice(None), path) if rows is None else np.ix_(np.flatnonzero(rows), path)
-            self.node_sums[cells] += leaves[:, None]
-
-    def _data_sum(self) -> np.ndarray:
-        if self.node_sums is None:
-            return self.prefix
-        return self.node_sums[:, query_nodes(self.count, self.height, self.cover_kind)].sum(axis=1)
-
-    def query_raw(self) -> np.ndarray:
-        """Every tree's `query_raw`."""
-        return symmetrised_shifted(self._data_sum() + self.cover[:, self.count], self.shift)
-
-    def query_eigh(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every tree's `query_eigh` (compiled; numpy's calls where an eigenvalue is not
-        finite, to raise or return what they give)."""
-        released = _stacked.release_eigh(self._data_sum(), self.cover[:, self.count],
-                                         self.shift, self.floor)
-        return clipped_eigh(self.query_raw(), self.floor) if released is None else released
-
-    def query(self) -> np.ndarray:
-        """Every tree's `query` (the release and its Gershgorin test compiled; numpy's test
-        where a disc is too close to the floor for the compiled one to say)."""
-        raw, short = _stacked.release(self._data_sum(), self.cover[:, self.count], self.shift,
-                                      self.floor)
-        if short is None:
-            short = gershgorin_short(raw, self.floor)
-        if short.any():
-            raw[short] = repaired(raw[short], self.floor)
-        return raw
-
-    def kernel_state(self) -> tuple:
-        """(prefix, node sums, index, cover, count, shift, floor) for compiled rounds that
-        advance the stack (`_stacked.private_glm_rounds`); ab8fd16's node sums come with the
-        nodes each count sums (`cover_index`), a dyadic tree has None for both."""
-        index = (None if self.node_sums is None
-                 else cover_index(self.horizon, self.height, self.cover_kind))
-        return (self.prefix, self.node_sums, index, self.cover, self.count, self.shift,
-                self.floor)
-
-    def close(self) -> None:
-        """Hand every tree its count, prefix sum and node sums back."""
-        for i, tree in enumerate(self.trees):
-            tree.count = self.count
-            tree._prefix = self.prefix[i].copy()
-            if self.node_sums is not None:
-                tree._node_sums = self.node_sums[i].copy()
-                tree.cover()  # its memo of the last release's nodes
+        out = np.empty((self.dim, self.dim))
+        query_into(self.state, self._cover_noise(), out)
+        return out
