@@ -10,16 +10,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: reproduce realdata smoke test lint bench clean
 
-$(STAMP): pyproject.toml setup.py src/dpbandits/privacy/_exact.c src/dpbandits/privacy/_wbk.c \
-    src/dpbandits/instances/_ball.c src/dpbandits/policies/_ridge.c src/dpbandits/_design.c \
-    src/dpbandits/_stacked.c src/dpbandits/_newton.c src/dpbandits/privacy/_shuffle.c \
-    src/dpbandits/privacy/_sgd.c src/dpbandits/privacy/clip_rows.h \
-    src/dpbandits/policies/_glm_rounds.c src/dpbandits/numpy_loops.h src/dpbandits/glm_links.h \
-    src/dpbandits/policies/outcome_tables.h
+$(STAMP): pyproject.toml setup.py constraints.txt src/dpbandits/privacy/_exact.c \
+    src/dpbandits/privacy/exact_sampler.h src/dpbandits/privacy/exact_calibration.h
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[workflow,test]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[workflow,test]"
 	touch $@
 
 ## reproduce: every synthetic experiment of the three papers at paper scale (SCALE=smoke: tiny)
