@@ -1,18 +1,19 @@
-"""A shard's fast path against the plain round loop: the same bits, and the CPU of each.
+"""A policy's compiled rounds on pre-drawn tables against select → pull → update: the same
+bits, and the CPU of each.
 
-Two fast paths (docs/architecture.md, "Runner"): `--path lockstep` plays a shard's trials
-together through the algorithm's `Lockstep` driver (against one trial after another);
-`--path tables` plays each trial's rounds in a policy's compiled `play_table` (against
-select → pull → update round by round). For every shard of the given experiments whose
-algorithm has that path (cut to `--trials` trials), runs `run_shard` twice, each time in a
-fresh one-thread process with a cold disk cache of its own: once as the runner plays it and
-once with the path switched off on the policy's class; which goes first alternates from shard
-to shard. Checks that everything the shard stores except `wall_time` has the same digest,
-prints the CPU seconds of both and their ratio per shard and in total, writes
-`results/bench_<path>.csv`, and exits with status 1 when any shard differs.
+A policy whose class declares `plays_tables` plays a run on pre-drawn outcome tables in one
+compiled loop (`play_table`) calling the same decision and update kernels as its `select` and
+`update` (docs/architecture.md, "Compiled kernels"). For every shard of the given experiments
+whose algorithm has that path (cut to `--trials` trials), runs `run_shard` in fresh one-thread
+processes sharing one kernel cache, once as the runner plays it and once with `plays_tables`
+switched off on the policy's class, each twice (the first run compiles or loads the kernels; the
+second is timed); which goes first alternates from shard to shard. Checks that everything the
+shard stores except `wall_time` has the same digest, prints the CPU seconds of both and their
+ratio per shard and in total, writes `results/bench_tables.csv`, and exits with status 1 when
+any shard differs.
 
-    .venv/bin/python benchmarks/bench_fast_paths.py [EXPERIMENT ...] [--path lockstep|tables]
-        [--trials 5] [--algorithm SUBSTRING] [--config config/config.yaml]
+    .venv/bin/python benchmarks/bench_fast_paths.py [EXPERIMENT ...] [--trials 5]
+        [--algorithm SUBSTRING] [--config config/config.yaml]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import csv
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,13 +35,10 @@ from machine import RESULTS, machine_line
 
 from dpbandits.config import experiment_shards, load_config
 from dpbandits.policies import get_policy_class
-from dpbandits.runner import lockstep_name, plays_tables
+from dpbandits.runner import plays_tables
 
 REPO = Path(__file__).resolve().parents[1]
-PATHS = {  # the path, its default experiments, and the least number of trials it needs
-    "lockstep": (("glm_fig1_logistic", "glm_fig1_probit", "glm_table2", "glm_shuffle"), 2),
-    "tables": (("ts_synthetic", "ts_amplification", "ts_linear", "ts_robustness"), 1),
-}
+EXPERIMENTS = ("ts_synthetic", "glm_table2", "glm_fig1_logistic", "glm_shuffle")
 TIMED = """
 import json, sys, time
 sys.path.insert(0, sys.argv[3])
@@ -49,10 +48,9 @@ from dpbandits.policies import get_policy_class
 from dpbandits.simulate import run_shard
 spec = json.loads(sys.argv[1])
 cls = get_policy_class(spec["policy"])
-if sys.argv[2] == "lockstep-off":
-    cls.lockstep = ""
-elif sys.argv[2] == "tables-off":
+if sys.argv[2] == "tables-off":
     cls.plays_tables = False
+run_shard(spec)
 start = time.process_time(); build_instance(dict(spec["instance"]))
 build = time.process_time() - start
 start = time.process_time(); data = run_shard(spec)
@@ -85,18 +83,10 @@ def digest(data: Any) -> str:
     return h.hexdigest()
 
 
-def has_path(path: str, policy: str) -> bool:
-    """Whether the policy's class has this fast path."""
-    cls = get_policy_class(policy)
-    return bool(lockstep_name(cls)) if path == "lockstep" else plays_tables(cls)
-
-
-def fast_path_shards(config_path: Path, experiments: list[str], algorithm: str, trials: int,
-                     path: str = "lockstep") -> list[dict[str, Any]]:
-    """The shards (cut to `trials` trials, at least as many as the path needs) whose
-    algorithm has the path."""
+def fast_path_shards(config_path: Path, experiments: list[str], algorithm: str,
+                     trials: int) -> list[dict[str, Any]]:
+    """The shards (cut to `trials` trials) whose algorithm plays tables."""
     config = load_config(config_path)
-    least = PATHS[path][1]
     specs = []
     for name in experiments:
         if name not in config["experiments"]:
@@ -104,20 +94,18 @@ def fast_path_shards(config_path: Path, experiments: list[str], algorithm: str, 
                      + ", ".join(sorted(config["experiments"])))
         for shard in experiment_shards(name, config["experiments"][name]):
             spec = shard.spec
-            if (has_path(path, spec["policy"]) and algorithm in spec["algorithm"]
-                    and len(spec["trials"]) >= least):
+            if plays_tables(get_policy_class(spec["policy"])) and algorithm in spec["algorithm"]:
                 specs.append({**spec, "trials": list(spec["trials"])[:trials]})
     return specs
 
 
-def timed(spec: dict[str, Any], mode: str) -> dict[str, Any]:
-    """CPU seconds and digest of one run of the shard in a fresh process with a cold cache."""
-    with tempfile.TemporaryDirectory() as cache:
-        env = {**os.environ, "DPBANDITS_CACHE": cache, "OMP_NUM_THREADS": "1",
-               "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        proc = subprocess.run([sys.executable, "-c", TIMED, json.dumps(spec), mode,
-                               str(Path(__file__).parent)],
-                              env=env, capture_output=True, text=True, cwd=REPO)
+def timed(spec: dict[str, Any], mode: str, cache: str) -> dict[str, Any]:
+    """CPU seconds and digest of the second run of the shard in a fresh process."""
+    env = {**os.environ, "DPBANDITS_CACHE": cache, "OMP_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", TIMED, json.dumps(spec), mode,
+                           str(Path(__file__).parent)],
+                          env=env, capture_output=True, text=True, cwd=REPO)
     if proc.returncode:
         sys.exit(f"bench_fast_paths: {spec['algorithm']} failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -126,25 +114,23 @@ def timed(spec: dict[str, Any], mode: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("experiments", nargs="*")
-    parser.add_argument("--path", choices=sorted(PATHS), default="lockstep")
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--algorithm", default="", help="only algorithm labels containing this")
     parser.add_argument("--config", type=Path, default=REPO / "config" / "config.yaml")
     args = parser.parse_args()
-    defaults, least = PATHS[args.path]
-    if args.trials < least:
-        sys.exit(f"bench_fast_paths: --trials = {args.trials} is not allowed with --path "
-                 f"{args.path}; must be >= {least}")
-    specs = fast_path_shards(args.config, args.experiments or list(defaults), args.algorithm,
-                             args.trials, args.path)
+    if args.trials < 1:
+        sys.exit(f"bench_fast_paths: --trials = {args.trials} is not allowed; must be >= 1")
+    specs = fast_path_shards(args.config, args.experiments or list(EXPERIMENTS), args.algorithm,
+                             args.trials)
     if not specs:
-        sys.exit(f"bench_fast_paths: no shard of these experiments has the {args.path} path")
+        sys.exit("bench_fast_paths: no shard of these experiments plays tables")
     print(machine_line())
     rows, differ = [], 0
-    on, off = args.path, f"{args.path}-off"
+    on, off = "tables", "tables-off"
+    cache = tempfile.mkdtemp(prefix="dpb-tables-")
     for k, spec in enumerate(specs):
         order = (on, off) if k % 2 == 0 else (off, on)
-        runs = {mode: timed(spec, mode) for mode in order}
+        runs = {mode: timed(spec, mode, cache) for mode in order}
         same = runs[on]["digest"] == runs[off]["digest"]
         differ += not same
         fast, plain = runs[on]["cpu"], runs[off]["cpu"]
@@ -153,18 +139,19 @@ def main() -> None:
                      "trials": len(spec["trials"]), "cpu_fast": round(fast, 3),
                      "cpu_plain": round(plain, 3), "same_bits": same})
         print(f"{'same' if same else 'DIFFERENT'}  {spec['experiment']} {spec['algorithm']} "
-              f"eps={spec['epsilon']} inst={spec['instance_index']}: {args.path} {fast:.2f} "
+              f"eps={spec['epsilon']} inst={spec['instance_index']}: tables {fast:.2f} "
               f"CPU-s, without {plain:.2f} CPU-s, ×{plain / fast:.2f}", flush=True)
     total_fast = sum(r["cpu_fast"] for r in rows)
     total_plain = sum(r["cpu_plain"] for r in rows)
-    print(f"{len(rows)} shards, {differ} with different bits; {args.path} {total_fast:.1f} "
+    print(f"{len(rows)} shards, {differ} with different bits; tables {total_fast:.1f} "
           f"CPU-s, without {total_plain:.1f} CPU-s, ×{total_plain / total_fast:.2f}")
     RESULTS.mkdir(exist_ok=True)
-    with open(RESULTS / f"bench_{args.path}.csv", "w", newline="") as handle:
+    with open(RESULTS / "bench_tables.csv", "w", newline="") as handle:
         handle.write(f"# {machine_line()}\n")
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    shutil.rmtree(cache, ignore_errors=True)
     sys.exit(1 if differ else 0)
 
 

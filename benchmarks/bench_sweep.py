@@ -1,8 +1,7 @@
 """CPU seconds per run of every algorithm of the paper-scale sweep, and the sweep's compute.
 
 For each synthetic experiment of config/config.yaml and each (algorithm, ε) of it, runs one
-trial of its first shard (all of that shard's trials when one takes under 0.5 CPU-s, or when
-the algorithm plays a shard's trials together in lockstep) through
+trial of its first shard (all of that shard's trials when one takes under 0.5 CPU-s) through
 `dpbandits.simulate.run_shard` on one thread and records the least CPU seconds per trial of
 `--repeat` runs (on a shared machine single timings vary by up to 2×); the instance is built
 once per experiment and timed on its own. The estimated compute of the
@@ -35,8 +34,6 @@ from machine import RESULTS, cpu_model, machine_line, write_rows  # noqa: E402
 
 from dpbandits.config import experiment_shards, load_config  # noqa: E402
 from dpbandits.instances.registry import build_instance  # noqa: E402
-from dpbandits.policies import get_policy_class  # noqa: E402
-from dpbandits.runner import lockstep_name  # noqa: E402
 from dpbandits.simulate import run_shard  # noqa: E402
 
 CONFIG = Path(__file__).parents[1] / "config" / "config.yaml"
@@ -53,11 +50,8 @@ def cpu_seconds(work: object, *args: object) -> float:
 
 def cpu_per_run(spec: dict, build: float, repeat: int) -> float:
     """CPU seconds of one trial: the least of `repeat` timings of its shard's first trial
-    (instance build taken off), or of all its trials when one takes under MIN_TIMED_CPU or
-    when the algorithm plays a shard's trials together (a `Lockstep` driver: a trial alone
-    costs it more than its share of the shard)."""
-    together = bool(lockstep_name(get_policy_class(spec["policy"])))
-    for count in (len(spec["trials"]),) if together else (1, len(spec["trials"])):
+    (instance build taken off), or of all its trials when one takes under MIN_TIMED_CPU."""
+    for count in (1, len(spec["trials"])):
         trials = {**spec, "trials": spec["trials"][:count]}
         total = min(cpu_seconds(run_shard, trials) for _ in range(repeat)) - build
         if total >= MIN_TIMED_CPU:
