@@ -148,7 +148,8 @@ class Link:
 
         docs/glm.md, "Non-linearity constants"; the paper defines κ in its Section 4.1.
         """
-        return 1.0 / mean_dot(self.kind, float(S))
+        slope = mean_dot(self.kind, float(S))
+        return 1.0 / slope if slope > 0.0 else math.inf
 
     @property
     def kappa_star_public(self) -> float:

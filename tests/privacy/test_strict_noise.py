@@ -45,7 +45,9 @@ def _switching(pol) -> tuple[np.ndarray, float]:
 
 
 def _dgs(pol) -> tuple[np.ndarray, float]:
-    return pol.released[1], pol.noise.grid(pol.last_sigma)
+    """A release θ̃ made after the run (the rounds' own leave only θ̂ behind)."""
+    pol.choose(pol.horizon, np.zeros((1, pol.d)))
+    return pol.theta, pol.noise.grid(pol.last_sigma)
 
 
 def _jdp(pol) -> tuple[np.ndarray, float]:
