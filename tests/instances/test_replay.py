@@ -15,7 +15,7 @@ from dpbandits.instances.replay import arm_features
 from dpbandits.policies.uniform import Uniform
 from dpbandits.runner import run_policy
 
-N_USERS, N_ITEMS, K_SVD = 60, 25, 4
+N_USERS, N_ITEMS, K_SVD = 100, 25, 4
 
 
 @pytest.fixture(scope="module")
@@ -106,11 +106,30 @@ def test_arm_features_are_unit_products_of_the_factors(files):
     env = inst.environment(0)
     arms = env.arms(5)
     user = inst.user[env.event(5)]
-    raw = inst.P[user].astype(float) * inst.Q[env.candidates(5)].astype(float)
+    source = inst.source
+    raw = source.P[user].astype(float) * source.Q[env.candidates(5)].astype(float)
     np.testing.assert_allclose(arms, raw / np.linalg.norm(raw, axis=1, keepdims=True))
-    concat = arm_features(inst.P[user], inst.Q[env.candidates(5)], "concat", "clip")
+    np.testing.assert_array_equal(env.features_at(5, env.candidates(5)), arms)
+    concat = arm_features(source.P[user], source.Q[env.candidates(5)], "concat", "clip")
     assert concat.shape == (3, 2 * K_SVD)
     assert np.all(np.linalg.norm(concat, axis=1) <= 1 + 1e-12)
+
+
+def test_biased_features_carry_the_biases_and_an_intercept(tmp_path, files):
+    log = files["log"]
+    pair = write_pair(tmp_path, log, "whole", center="biases")
+    inst = make(pair, feature_map="biased", normalize="clip", scale=1e6)
+    env = inst.environment(0)
+    cands = env.candidates(7)
+    user = inst.user[env.event(7)]
+    f = inst.source.factors
+    p, q = f.user_factors[user].astype(float), f.item_factors[cands].astype(float)
+    raw = np.hstack([p * q, f.item_bias[cands, None].astype(float),
+                     np.full((3, 1), float(f.user_bias[user])), np.ones((3, 1))])
+    np.testing.assert_allclose(env.arms(7) * 1e6, raw, rtol=1e-12)
+    assert inst.d == K_SVD + 3
+    with pytest.raises(ConfigError, match="feature_map = biased is not allowed"):
+        make(files, feature_map="biased")  # features fit without biases
 
 
 def test_reward_rules(files):
@@ -130,7 +149,9 @@ def test_warm_start_is_the_ridge_fit_on_the_earliest_events_which_are_excluded(f
     n_warm = int(np.floor(0.1 * len(log.user)))
     assert inst.n_warm == n_warm and inst.n_steps == len(log.user) - n_warm
     np.testing.assert_array_equal(inst.user, log.user[n_warm:])
-    x = arm_features(inst.P[log.user[:n_warm]], inst.Q[log.item[:n_warm]], "product", "unit")
+    f = inst.source.factors
+    x = arm_features(f.user_factors[log.user[:n_warm]], f.item_factors[log.item[:n_warm]],
+                     "product", "unit")
     r = (log.rating[:n_warm] >= 4).astype(float)
     # ridge with λ = 1 as the least-squares solution of the augmented system
     aug_x = np.vstack([x, np.eye(K_SVD)])
@@ -181,10 +202,15 @@ def test_uniform_choice_accepts_one_in_K_and_sees_the_log_ctr(files):
     assert np.mean(ctr) == pytest.approx(p, abs=5 * np.sqrt(p * (1 - p) / 1000))
 
 
-def test_an_exhausted_log_is_an_error(files):
-    inst = make(files, horizon=10_000)
-    with pytest.raises(DataError, match="replay log exhausted"):
-        run_policy(Uniform(inst.info, np.random.default_rng(0)), inst.environment(0))
+def test_an_exhausted_log_is_one_error_line_naming_what_to_lower(files):
+    inst = make(files, horizon=200, warm_start=0.0)  # what uniform choice can count
+    inst.horizon = inst.n_steps  # as if a policy accepted every step: more than the log holds
+    env = inst.environment(0)
+    with pytest.raises(DataError) as err:
+        run_policy(Uniform(inst.info, np.random.default_rng(0)), env)
+    message = str(err.value)
+    assert message.startswith("replay log exhausted: ") and f"after {inst.n_steps} steps" in message
+    assert "lower horizon or K" in message and "\n" not in message
 
 
 def test_rated_candidates_come_from_the_users_ratings(files):
@@ -228,13 +254,14 @@ def test_info_is_a_linear_problem(files):
 ARCHIVE = {"file": "toy.zip", "dataset": "toy", "sha256": "ab" * 32, "bytes": 1, "pinned": False}
 
 
-def write_pair(folder, log, token, k=K_SVD):
+def write_pair(folder, log, token, k=K_SVD, center="global"):
     """ratings.h5 (with an archive record) and features fit in mode `token`."""
     folder.mkdir(parents=True, exist_ok=True)
     log = log.subset(np.arange(len(log.user)))  # a copy: the module's log stays as it is
     log.archives = [ARCHIVE]
     write_log(folder / "ratings.h5", log)
-    write_factors(folder / f"svd_{token}.h5", featurize(log, k=k, fit=parse_fit(token)))
+    write_factors(folder / f"svd_{token}.h5",
+                  featurize(log, k=k, fit=parse_fit(token), center=center))
     return {"ratings": str(folder / "ratings.h5"), "features": str(folder / f"svd_{token}.h5")}
 
 
@@ -301,8 +328,9 @@ def test_split_features_replay_only_the_held_out_events(files, tmp_path):
     assert inst.n_steps == int((~mask).sum()) == len(log.user) - fit.n_fit(len(log.user))
     np.testing.assert_array_equal(inst.user, log.user[~mask])
     np.testing.assert_array_equal(inst.item, log.item[~mask])
-    capped = make(write_pair(tmp_path, log, "split80"), generator="jester_replay", max_steps=7)
-    np.testing.assert_array_equal(capped.user, log.user[~mask][:7])
+    capped = make(write_pair(tmp_path, log, "split80"), generator="jester_replay", max_steps=100,
+                  horizon=10)
+    np.testing.assert_array_equal(capped.user, log.user[~mask][:100])
 
 
 def test_features_of_another_ratings_file_are_refused(files, tmp_path):
