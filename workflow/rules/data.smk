@@ -1,8 +1,9 @@
 # Real data: download → verify → extract → parse → svd under config["data"]["root"]
 # (default results/data). Archives placed by hand at <root>/archives/<file> are used as they are
 # (after verification). Replay instances list the files they read under `requires:`.
-# Features: <root>/<dataset>/svd_k<k>_<fit>.h5, fit = whole | prefix<p> | split<p>
-# (docs/realdata.md, "Feature modes"); ratings.h5 records the archives' stamps (provenance).
+# Features: <root>/<dataset>/svd_k<k>_<fit>.h5, fit = online | online<p> | whole | prefix<p> |
+# split<p> (docs/realdata.md, "Feature modes"); data/svd settings are the rule's params, so that
+# changing them rebuilds the features. ratings.h5 records the archives' stamps (provenance).
 import re
 import sys
 
@@ -102,6 +103,8 @@ rule data_svd:
         dataset=_DATASET_RE,
         k=r"[1-9][0-9]*",
         fit=_FIT_RE,
+    params:
+        svd=_DATA_CFG["svd"],
     log:
         f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}_{{fit}}.log",
     benchmark:
