@@ -44,10 +44,17 @@ def main(argv: list[str]) -> int:
 
     from _logging import setup
 
+    from dpbandits.errors import DPBanditsError
+
     spec_json, output, log_path = argv
     log = setup(log_path)
     log.info("shard %s (run cache: %s)", output, os.environ.get(RUN_CACHE, "none"))
-    data = run_shard(json.loads(spec_json), progress=True)
+    try:
+        data = run_shard(json.loads(spec_json), progress=True)
+    except DPBanditsError as exc:  # e.g. an exhausted replay log: one line, nothing written
+        log.info("error: %s", exc)
+        sys.stderr.write(f"dpbandits: error: {exc}\n")
+        return 1
     write_shard(output, data)
     log.info("done: %d trial(s), %.1fs", len(data.trials), data.wall_time.sum())
     return 0
