@@ -19,6 +19,7 @@ from dpbandits.data.ratings import RawRatings, build_log, write_log
 from dpbandits.data.registry import check_data_config
 from dpbandits.data.svd import featurize, read_factors, write_factors
 from dpbandits.errors import ConfigError
+from dpbandits.instances import replay
 from dpbandits.instances.registry import build_instance
 from dpbandits.instances.replay import arm_features
 from dpbandits.policies.uniform import Uniform
@@ -425,6 +426,19 @@ def test_online_arms_are_what_features_at_gives(timed_log, tmp_path):
     env = inst.environment(1)
     for step in (0, 4000, 9000 % inst.n_steps):
         np.testing.assert_array_equal(env.arms(step), env.features_at(step, env.candidates(step)))
+
+
+@pytest.mark.parametrize("generator", ["movielens_replay", "jester_replay"])
+def test_bulk_tables_are_the_steps_one_at_a_time(files, generator, monkeypatch):
+    monkeypatch.setattr(replay, "CHUNK", 64)  # many chunks, and a table across their edges
+    inst = make(files, generator=generator, warm_start=0.0)
+    start, stop = 5, inst.n_steps
+    arms, positions, rewards = inst.environment(3).tables(start, stop)
+    env = inst.environment(3)
+    for step in range(start, stop):
+        np.testing.assert_array_equal(arms[step - start], env.arms(step))
+        assert positions[step - start] == env.logged_index(step)
+        assert rewards[step - start] == env.logged_reward(step)
 
 
 @pytest.mark.parametrize("where", ["warm start", "before a refit", "at a refit", "replay",

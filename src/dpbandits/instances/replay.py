@@ -457,6 +457,24 @@ class RatingReplay(ReplayEnvironment):
                                                self._cands[chunk]))
         return self._features[1][offset]
 
+    def tables(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Steps start … stop − 1 at once, for a compiled replay loop: the arms (n, K, d), the
+        logged item's position (n,) and its reward (n,), as `arms`, `logged_index` and
+        `logged_reward` give them one step at a time."""
+        stop = min(stop, self.n_steps)
+        steps = np.arange(start, stop)
+        arms = np.empty((len(steps), self.instance.K, self.info.d))
+        positions = np.empty(len(steps), dtype=np.int64)
+        for chunk in range(start // CHUNK, (stop - 1) // CHUNK + 1 if stop > start else 0):
+            lo, hi = max(start, chunk * CHUNK), min(stop, (chunk + 1) * CHUNK)
+            self.arms(lo)  # draws the chunk's candidates and features
+            assert self._features is not None
+            arms[lo - start:hi - start] = self._features[1][lo - chunk * CHUNK:hi - chunk * CHUNK]
+            positions[lo - start:hi - start] = self._pos[chunk][lo - chunk * CHUNK:
+                                                                hi - chunk * CHUNK]
+        rows = steps if self.order is None else self.order[steps]
+        return arms, positions, self.instance.reward[rows]
+
     def features_at(self, step: int, items: np.ndarray) -> np.ndarray:
         """Features (len(items), d) the replay would show for `items` at `step`."""
         inst = self.instance
