@@ -69,6 +69,8 @@ rule data_extract:
         stem=_STEM_RE,
     log:
         f"{DATA_ROOT}/logs/extract_{{stem}}.log",
+    benchmark:
+        f"{DATA_ROOT}/benchmarks/extract_{{stem}}.tsv"
     script:
         "../scripts/data_extract.py"
 
@@ -86,6 +88,8 @@ rule data_parse:
         raw_dirs=lambda wc: {f: str(raw_dir(DATA_ROOT, s)) for f, s in stems(wc.dataset).items()},
     log:
         f"{DATA_ROOT}/logs/parse_{{dataset}}.log",
+    benchmark:
+        f"{DATA_ROOT}/benchmarks/parse_{{dataset}}.tsv"
     resources:
         runtime=lambda wildcards, attempt: 60 * attempt,
         mem_mb=lambda wildcards, attempt: 8000 * attempt,
