@@ -38,13 +38,12 @@ def main(argv: list[str]) -> int:
     """Run the shard `argv` = [SPEC_JSON, OUTPUT, LOG] names and write it."""
     import json
 
+    from dpbandits.errors import DPBanditsError
     from dpbandits.run_cache import ENV as RUN_CACHE
     from dpbandits.simulate import run_shard
     from dpbandits.storage import write_shard
 
     from _logging import setup
-
-    from dpbandits.errors import DPBanditsError
 
     spec_json, output, log_path = argv
     log = setup(log_path)
