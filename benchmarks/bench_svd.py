@@ -77,7 +77,7 @@ def measure(csv: Path, k: int) -> None:
         del log
         log = read_log(Path(tmp) / "ratings.h5")
     lap("ratings.h5 write + read")
-    matrix, _ = centered_matrix(log, "global")
+    matrix, _, _ = centered_matrix(log, "global")
     shape, nnz = matrix.shape, matrix.nnz
     del log
     lap("centred CSR (float32)")

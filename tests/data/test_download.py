@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from dpbandits.data import registry
 from dpbandits.data.download import DownloadError, fetch_archive
 from dpbandits.data.files import sha256_of
 from dpbandits.data.registry import archives
@@ -15,12 +16,15 @@ PAYLOAD = bytes(range(256)) * 400
 
 
 @pytest.fixture
-def source(tmp_path):
+def source(tmp_path, monkeypatch):
+    """A mirror folder holding the release the committed table pins (patched to PAYLOAD's)."""
     folder = tmp_path / "mirror"
     folder.mkdir()
     path = folder / "ml-25m.zip"
     path.write_bytes(PAYLOAD)
     spec = replace(archives()["ml-25m.zip"], sha256=sha256_of(path), bytes=len(PAYLOAD), urls=())
+    table = {**archives(), spec.file: spec}
+    monkeypatch.setattr(registry, "archives", lambda: table)
     return folder, spec
 
 

@@ -1,12 +1,15 @@
-"""Safe extraction: traversal, absolute paths and escaping links are refused, atomically."""
+"""Safe extraction: traversal, absolute paths and escaping links are refused, atomically; damaged
+and truncated archives are one clear line."""
 
 import io
 import stat
+import struct
 import tarfile
 import zipfile
 
 import pytest
 
+from dpbandits.data import DataError
 from dpbandits.data.extract import UnsafeArchiveError, safe_extract
 
 
@@ -71,3 +74,74 @@ def test_unsafe_members_are_refused_and_nothing_is_left(tmp_path, make):
         safe_extract(archive, target)
     assert list(target.parent.iterdir()) == []
     assert not (tmp_path / "evil.txt").exists() and not (tmp_path / "box" / "evil.txt").exists()
+
+
+# --- damaged archives: one line naming the archive, nothing extracted ---------------------------
+
+DATA = bytes(range(256)) * 400
+MEMBER = "ml-25m/ratings.csv"
+
+
+def _damaged_zip(path, how):
+    """A zip of one member, damaged `how`: its deflate stream broken (zlib.error), one data byte
+    flipped (BadZipFile: bad CRC), its recorded size past the end of the file (EOFError)."""
+    stored = how in ("eof", "crc")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(MEMBER, DATA)
+    data = bytearray(path.read_bytes())
+    start = 30 + len(MEMBER)  # the member's data follows its local header
+    if how == "zlib":
+        data[start:start + 4] = b"\xff\xff\xff\xff"
+    elif how == "crc":
+        data[start + 100] ^= 0xFF
+    else:
+        central = data.find(b"PK\x01\x02")
+        size = struct.pack("<I", 10 * len(DATA))
+        data[18:26] = size + size
+        data[central + 20:central + 28] = size + size
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize("how,error", [("zlib", "error"), ("crc", "BadZipFile"),
+                                       ("eof", "EOFError")])
+def test_a_corrupt_member_is_one_line_and_nothing_is_left(tmp_path, how, error):
+    archive = _damaged_zip(tmp_path / "ml-25m.zip", how)
+    target = tmp_path / "raw" / "ml-25m"
+    with pytest.raises(DataError) as err:
+        safe_extract(archive, target)
+    message = str(err.value)
+    assert message.startswith(f"{archive}: member '{MEMBER}' is corrupt ({error}: ")
+    assert "delete it and re-run" in message and "\n" not in message
+    assert list((tmp_path / "raw").iterdir()) == []
+
+
+def test_negative_control_the_undamaged_zip_extracts(tmp_path):
+    archive = _zip(tmp_path / "ml-25m.zip", {MEMBER: DATA})
+    safe_extract(archive, tmp_path / "raw")
+    assert (tmp_path / "raw" / MEMBER).read_bytes() == DATA
+
+
+@pytest.mark.parametrize("name,kind", [("ml-25m.zip", "truncated zip archive"),
+                                       ("a.tar.gz", "truncated or corrupt tar archive")])
+def test_a_truncated_archive_is_called_truncated(tmp_path, name, kind):
+    whole = tmp_path / f"whole-{name}"
+    if name.endswith(".zip"):
+        _zip(whole, {MEMBER: DATA})
+    else:
+        _tar(whole, files=[(MEMBER, DATA)])
+    archive = tmp_path / name
+    archive.write_bytes(whole.read_bytes()[: whole.stat().st_size // 2])
+    with pytest.raises(DataError) as err:
+        safe_extract(archive, tmp_path / "raw" / "x")
+    message = str(err.value)
+    assert message.startswith(f"{archive}: {kind}") and "neither" not in message
+    assert "delete it and re-run" in message and "\n" not in message
+    assert not (tmp_path / "raw").exists() or list((tmp_path / "raw").iterdir()) == []
+
+
+def test_a_file_that_is_no_archive_at_all_says_so(tmp_path):
+    archive = tmp_path / "ml-25m.zip"
+    archive.write_bytes(b"<html>not found</html>")
+    with pytest.raises(DataError, match="neither a zip nor a tar archive"):
+        safe_extract(archive, tmp_path / "raw")

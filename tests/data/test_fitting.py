@@ -1,4 +1,5 @@
-"""Feature-fit modes: which events the SVD may see (whole log, time prefix, held-out split)."""
+"""Feature-fit modes: which events the SVD may see (whole log, time prefix, held-out split,
+online)."""
 
 import numpy as np
 import pytest
@@ -8,7 +9,9 @@ from dpbandits.data.fitting import WHOLE, FeatureFit, parse_fit
 
 
 @pytest.mark.parametrize("token,mode,percent", [("whole", "whole", 100), ("prefix10", "prefix", 10),
-                                                ("split80", "split", 80), ("prefix1", "prefix", 1)])
+                                                ("split80", "split", 80), ("prefix1", "prefix", 1),
+                                                ("online", "online", 100),
+                                                ("online14", "online", 14)])
 def test_tokens_round_trip(token, mode, percent):
     fit = parse_fit(token)
     assert (fit.mode, fit.percent, fit.token) == (mode, percent, token)
@@ -16,12 +19,13 @@ def test_tokens_round_trip(token, mode, percent):
 
 
 @pytest.mark.parametrize("token", ["prefix", "prefix0", "prefix100", "split", "all", "prefix10 ",
-                                   "Prefix10", "split-5"])
+                                   "Prefix10", "split-5", "online0", "online100", "onlinex"])
 def test_bad_tokens_say_what_is_allowed(token):
     with pytest.raises(DataError) as err:
         parse_fit(token)
     message = str(err.value)
-    assert repr(token) in message and "allowed: whole, prefix<p> or split<p>" in message
+    assert repr(token) in message
+    assert "allowed: whole, online, online<p>, prefix<p> or split<p>" in message
 
 
 def test_prefix_mask_is_the_earliest_events():
@@ -36,3 +40,8 @@ def test_split_mask_is_seeded_and_of_the_stated_share():
     assert a.sum() == 4000 and np.array_equal(a, b) and not np.array_equal(a, c)
     # spread over the whole log, not a block
     assert 0.7 < a[:1000].mean() < 0.9 and 0.7 < a[-1000:].mean() < 0.9
+
+
+def test_online_covers_the_earliest_share_and_fits_nothing_once_and_for_all():
+    assert parse_fit("online14").n_fit(1000) == 140 and parse_fit("online").n_fit(1000) == 1000
+    assert not parse_fit("online").mask(50).any()

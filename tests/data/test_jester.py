@@ -91,15 +91,19 @@ def test_a_text_cell_in_a_workbook_is_one_data_error_line(tmp_path):
 
 
 @pytest.mark.parametrize("text,needle", [
-    ("1\t\t5\t\tfunny\n", "cannot be read as a Jester jester_ratings.dat"),
-    ("1\t\t5\n", "outside [-10, 10] or missing"),
+    ("1\t\t5\t\t0.5\n2\t\t5\t\tfunny\n",
+     "line 2 has rating 'funny', not a number; allowed: -10 to 10 or 99"),
+    ("1\t\t5\t\t0.5\n1\t\t5\n", "line 2 has 2 fields; expected 3 fields (user, joke, rating)"),
+    ("1\t\t5\t\t0.5\n\n3\t\t5\t\t12.5\n",
+     "line 3 has rating 12.5, outside [-10, 10]; allowed: -10 to 10 or 99"),
+    ("1\t\t5\t\t0.5\nx\t\t5\t\t1.5\n", "line 2 has user 'x', not an integer"),
 ])
-def test_a_broken_dat_is_one_data_error_line(tmp_path, text, needle):
+def test_a_broken_dat_is_one_data_error_line_naming_the_line(tmp_path, text, needle):
     path = tmp_path / "jester_ratings.dat"
     path.write_text(text)
     with pytest.raises(DataError) as err:
         read_ratings_dat(path)
-    assert needle in str(err.value) and "\n" not in str(err.value)
+    assert str(err.value) == f"{path}: {needle}"
 
 
 @pytest.mark.parametrize("variant", [{"inner": "jester_dataset_2"}, {"newline": "\r\n"}])

@@ -71,24 +71,25 @@ def _ratings_file(tmp_path, text: str):
     return path
 
 
-@pytest.mark.parametrize("value", ["5.5", "0.0", "-1.0", "nan", ""])
-def test_ratings_off_the_half_star_scale_are_refused(tmp_path, value):
+@pytest.mark.parametrize("value,problem", [
+    ("5.5", "has rating 5.5, outside [0.5, 5]"), ("0.0", "has rating 0.0, outside [0.5, 5]"),
+    ("-1.0", "has rating -1.0, outside [0.5, 5]"), ("nan", "has rating nan, outside [0.5, 5]"),
+    ("", "has rating '', not a number")])
+def test_ratings_off_the_half_star_scale_are_refused_with_their_line(tmp_path, value, problem):
     path = _ratings_file(tmp_path, f"userId,movieId,rating,timestamp\n1,2,3.5,4\n1,3,{value},5\n")
     with pytest.raises(DataError) as err:
         read_ratings_csv(path)
-    message = str(err.value)
-    assert str(path) in message and "outside [0.5, 5] or missing" in message
-    assert "allowed: 0.5 to 5" in message and "\n" not in message
+    assert str(err.value) == f"{path}: line 3 {problem}; allowed: 0.5 to 5"
 
 
 def test_whole_star_files_are_checked_on_their_scale(tmp_path):
     path = tmp_path / "u.data"
     path.write_text("1\t2\t3\t881250949\n1\t3\t6\t881250950\n")
-    with pytest.raises(DataError, match=r"outside \[1, 5\]"):
+    with pytest.raises(DataError, match=r"line 2 has rating 6, outside \[1, 5\]"):
         read_u_data(path)
     path = tmp_path / "ratings.dat"
     path.write_text("1::2::0::978300760\n")
-    with pytest.raises(DataError, match=r"outside \[1, 5\]"):
+    with pytest.raises(DataError, match=r"line 1 has rating 0, outside \[1, 5\]"):
         read_ratings_dat(path)
 
 
@@ -114,8 +115,11 @@ def test_data_lines_with_a_trailing_comma_under_a_plain_header(tmp_path):
 
 @pytest.mark.parametrize("text,needle", [
     ("userId,movieId,rating,timestamp,\n1,2,3.5,4,x\n", "line 2 has a value after the timestamp"),
-    ("userId,movieId,rating,timestamp\n1,2,3.5,4\n1,3,4.0,5,,\n", "Expected 4 fields"),
-    ("userId,movieId,rating,timestamp\none,2,3.5,4\n", "cannot be read as a MovieLens ratings.csv"),
+    ("userId,movieId,rating,timestamp\n1,2,3.5,4\n1,3,4.0,5,,\n",
+     "line 3 has 6 fields; expected 4 fields (userId, movieId, rating, timestamp)"),
+    ("userId,movieId,rating,timestamp\n1,2,3.5,4\n1,3,4.0\n",
+     "line 3 has 3 fields; expected 4 fields (userId, movieId, rating, timestamp)"),
+    ("userId,movieId,rating,timestamp\none,2,3.5,4\n", "line 2 has userId 'one', not an integer"),
 ])
 def test_ambiguous_or_broken_csv_is_one_clear_line(tmp_path, text, needle):
     path = _ratings_file(tmp_path, text)

@@ -15,6 +15,7 @@ import yaml
 from rating_fixtures import ml_latest_small_frame, write_jester2_zip, write_movielens_zip
 
 from dpbandits.config import load_config
+from dpbandits.data.features import feature_meta
 from dpbandits.data.files import sha256_of
 from dpbandits.data.registry import archives as pinned
 from dpbandits.data.registry import datasets
@@ -47,6 +48,11 @@ def fixtures(folder: Path) -> dict[str, dict[str, str]]:
     return {z.name: {"sha256": sha256_of(z)} for z in zips}
 
 
+def outputs(workdir: Path) -> list[Path]:
+    """Every file of the run's results (Snakemake's own bookkeeping aside)."""
+    return sorted(p for p in (workdir / "results").rglob("*") if p.is_file())
+
+
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
@@ -60,10 +66,11 @@ def test_realdata_target_end_to_end(tmp_path):
     files = ("ml-25m.zip", "jester_dataset_2.zip", "ml-latest-small.zip")
     assert leftovers(root / "archives") == sorted(n for f in files
                                                   for n in (f, f + ".verified.json"))
-    factors = read_factors(root / "ml-25m" / "svd_k50_prefix10.h5")
-    assert factors.user_factors.shape == (300, 50) and factors.item_factors.shape == (120, 50)
-    assert factors.fit.token == "prefix10" and read_factors(
-        root / "jester-2" / "svd_k50_split80.h5").fit.token == "split80"
+    online = feature_meta(root / "ml-25m" / "svd_k47_online.h5")
+    assert (online["fit"], online["k"], online["n_users"], online["n_items"]) == \
+        ("online", 47, 300, 120)
+    jester = read_factors(root / "jester-2" / "svd_k47_split80.h5")
+    assert jester.fit.token == "split80" and jester.user_bias is not None
     cfg = yaml.safe_load(config.read_text())
     for name, exp in cfg["experiments"].items():
         summary = pd.read_csv(tmp_path / SMOKE_RESULTS / name / "summary.csv")
@@ -76,6 +83,7 @@ def test_realdata_target_end_to_end(tmp_path):
         assert set(summary["data_archives"]) == {archive}
         assert set(summary["data_sha256"]) == {sha256_of(tmp_path / "mirror" / archive)}
         assert set(summary["features_fit"]) == {exp["instance"]["features"].split("_")[-1][:-3]}
+        assert summary["feature_coverage"].between(0, 1).all() and summary["log_ctr"].notna().all()
         assert set(summary["features_leak_free"]) == {not name.endswith("wholelog")}
         stems = [f"tables/{name}_ctr.md", f"figures/{name}_ctr.png"]
         if any(o.get("published") for o in exp["outputs"]):
@@ -92,8 +100,30 @@ def test_realdata_target_end_to_end(tmp_path):
     for name in ("ts_movielens", "ts_movielens_wholelog", "ts_jester", "ts_jester_wholelog"):
         assert f"### realdata:{name} — " in md
     assert "not comparable: made from ml-25m.zip (sha256 " in md
-    assert "SVD fit on the earliest 10 % of events only (leak-free)" in md
+    assert "online features: each step's from the earlier events only" in md
     assert "SVD fit on the whole log (the replayed ratings included)" in md
+
+
+def test_dry_run_refuses_an_infeasible_horizon_once_the_data_is_parsed(tmp_path):
+    """`snakemake -n` checks each replay's horizon against its parsed log: the Jester fixture
+    (9000 ratings, 1800 held out) cannot count the paper's T = 30,000."""
+    mirror = tmp_path / "mirror"
+    config = realdata_config(tmp_path, mirror=str(mirror), files=fixtures(mirror))
+    target = "results/data/jester-2/svd_k47_split80.h5"
+    assert run_snakemake(tmp_path, target, "--cores", "1", "--configfile",
+                         str(config)).returncode == 0
+    cfg = yaml.safe_load(config.read_text())
+    cfg["experiments"]["ts_jester"]["instance"]["horizon"] = 30_000
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    before = outputs(tmp_path)
+    proc = run_snakemake(tmp_path, "realdata", "-n", "--configfile", str(config))
+    assert proc.returncode != 0
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("dpbandits: error:")]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert lines[0].startswith("dpbandits: error: config error at experiments/ts_jester/instance")
+    assert "horizon = 30000 is not allowed for jester_replay" in lines[0]
+    assert "results/data/jester-2/ratings.h5 (the held-out 20 % of" in lines[0]
+    assert outputs(tmp_path) == before
 
 
 def test_small_movielens_runs_alone_from_its_one_archive(tmp_path):
@@ -121,7 +151,7 @@ def test_small_movielens_runs_alone_from_its_one_archive(tmp_path):
     exp = load_config(config)["experiments"]["ts_movielens_small"]
     assert len(summary) == len(exp["algorithms"]) * exp["trials"]
     assert (~summary["data_pinned"]).all()
-    assert set(summary["features_fit"]) == {"prefix10"}
+    assert set(summary["features_fit"]) == {"online"}
 
 
 def test_missing_archive_offline_fails_fast_with_the_placement_message(tmp_path):
@@ -152,10 +182,11 @@ def test_corrupted_archive_fails_verification_and_leaves_no_stamp(tmp_path):
     data[len(data) // 2] ^= 0x01
     (archives / "ml-25m.zip").write_bytes(bytes(data))  # pre-placed by hand, one byte off
     config = realdata_config(tmp_path, files=files)
-    proc = run_snakemake(tmp_path, "results/data/ml-25m/svd_k50_prefix10.h5", "--cores", "1",
+    proc = run_snakemake(tmp_path, "results/data/ml-25m/svd_k47_online.h5", "--cores", "1",
                          "--configfile", str(config))
     assert proc.returncode != 0
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("dpbandits: error:")]
-    assert lines and "does not match the pinned" in lines[0] and "ml-25m.zip" in lines[0]
+    assert lines and "ml-25m.zip" in lines[0]
+    assert "the value of the config override data: files: ml-25m.zip: sha256" in lines[0]
     assert not (archives / "ml-25m.zip.verified.json").exists()
     assert not (tmp_path / "results" / "data" / "raw" / "ml-25m").exists()

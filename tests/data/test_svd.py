@@ -32,7 +32,7 @@ def test_same_input_same_factors_bitwise(log, tmp_path):
     assert back.meta["peak_rss_mb"] > 0 and back.meta["seconds_svd"] >= 0
 
 
-@pytest.mark.parametrize("center", ["global", "user"])
+@pytest.mark.parametrize("center", ["global", "user", "biases"])
 def test_rank_k_reconstruction_is_optimal_against_dense_svd(log, center):
     k = 5
     dense = centered_matrix(log, center)[0].toarray().astype(np.float64)
@@ -55,7 +55,7 @@ def test_signs_make_the_largest_item_entry_positive(log):
 
 
 def test_centering_removes_the_mean_of_observed_ratings(log):
-    matrix, mean = centered_matrix(log, "global")
+    matrix, mean, _ = centered_matrix(log, "global")
     assert mean == pytest.approx(float(log.rating.astype(np.float64).mean()))
     assert abs(float(matrix.data.astype(np.float64).mean())) < 1e-5
 

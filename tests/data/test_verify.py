@@ -40,24 +40,54 @@ def test_an_overridden_checksum_verifies_but_is_not_pinned(archive, tmp_path, ca
     assert "not the pinned release" in caplog.text and "not comparable" in caplog.text
 
 
-def test_one_corrupted_byte_fails_with_a_clear_message(archive, tmp_path):
-    path, spec = archive
-    stamp = tmp_path / "stamp.json"
-    stamp.write_text("{}")  # a stale stamp must not survive a failed check
+def _flip(path):
     data = bytearray(path.read_bytes())
     data[1000] ^= 0x01
     path.write_bytes(bytes(data))
+
+
+def test_one_corrupted_byte_of_the_pinned_release_fails_with_a_clear_message(archive, tmp_path,
+                                                                             monkeypatch):
+    path, spec = archive
+    table = {**archives(), spec.file: spec}  # the committed table pins this archive
+    monkeypatch.setattr(registry, "archives", lambda: table)
+    stamp = tmp_path / "stamp.json"
+    stamp.write_text("{}")  # a stale stamp must not survive a failed check
+    _flip(path)
     with pytest.raises(VerificationError) as err:
         verify_archive(path, spec, stamp)
     message = str(err.value)
-    assert spec.sha256 in message and sha256_of(path) in message and str(path) in message
+    assert f"does not match the pinned {spec.sha256} of ml-25m.zip" in message
+    assert sha256_of(path) in message and str(path) in message
     assert "delete it and re-run" in message and "\n" not in message
     assert f"set data: files: ml-25m.zip: sha256: {sha256_of(path)}" in message
+    assert "override" not in message.split(";")[0]
     assert not stamp.exists()
 
 
-def test_wrong_size_is_reported_before_hashing(archive, tmp_path):
+def test_a_mismatch_with_an_overridden_checksum_names_the_override(archive, tmp_path):
+    path, spec = archive  # spec's sha256 and size are config overrides, not the table's
+    stamp = tmp_path / "stamp.json"
+    _flip(path)
+    with pytest.raises(VerificationError) as err:
+        verify_archive(path, spec, stamp)
+    message = str(err.value)
+    assert (f"{path}: sha256 {sha256_of(path)} does not match {spec.sha256}, the value of the "
+            "config override data: files: ml-25m.zip: sha256 (a typo in the override") in message
+    assert "pinned" not in message.split(";")[0] and "\n" not in message
+    assert not stamp.exists()
+    with open(path, "ab") as handle:
+        handle.write(b"x")
+    with pytest.raises(VerificationError) as err:
+        verify_archive(path, spec, stamp)
+    assert (f"{path}: {spec.bytes + 1} bytes, but the config override data: files: ml-25m.zip: "
+            f"bytes says {spec.bytes}") in str(err.value)
+
+
+def test_wrong_size_is_reported_before_hashing(archive, tmp_path, monkeypatch):
     path, spec = archive
+    table = {**archives(), spec.file: spec}  # the committed table pins this archive
+    monkeypatch.setattr(registry, "archives", lambda: table)
     with open(path, "ab") as handle:
         handle.write(b"x")
     with pytest.raises(VerificationError, match=f"must have {spec.bytes} bytes") as err:

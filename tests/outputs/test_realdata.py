@@ -92,11 +92,15 @@ def test_table_and_figure_files(tmp_path):
 def test_ctr_table_caption_names_the_archive_and_feature_mode(tmp_path):
     data = summary().assign(data_archives="ml-latest-small.zip", data_sha256="ab" * 32,
                             data_pinned=False, features_fit="whole", features_leak_free=False,
-                            feature_auc=0.93)
+                            feature_auc=0.93, feature_coverage=0.9215, K=3)
     ctr_table("ts_movielens_small", {}, data, curves(), tmp_path, reference="LinTS")
     md = (tmp_path / "tables" / "ts_movielens_small_ctr.md").read_text()
     assert "ml-latest-small.zip (sha256 abababababab…), NOT the pinned release" in md
     assert "SVD fit on the whole log (the replayed ratings included)" in md
-    assert "AUC on the replayed events 0.930" in md
+    assert "feature-score AUC on the replayed events 0.930, coverage 92.2 %" in md
+    assert "the log's CTR (uniform choice) 0.5000" in md
+    rows = [line for line in md.splitlines() if line.startswith("|")]
+    assert rows[2].split("|")[1].strip() == "the log (uniform choice)"  # above the algorithms
+    assert "0.5000" in rows[2] and "0.333" in rows[2]
     ctr_table("ts_x", {}, summary(), curves(), tmp_path, reference="LinTS")
     assert "sha256" not in (tmp_path / "tables" / "ts_x_ctr.md").read_text()

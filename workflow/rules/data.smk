@@ -1,8 +1,9 @@
 # Real data: download → verify → extract → parse → svd under config["data"]["root"]
 # (default results/data). Archives placed by hand at <root>/archives/<file> are used as they are
 # (after verification). Replay instances list the files they read under `requires:`.
-# Features: <root>/<dataset>/svd_k<k>_<fit>.h5, fit = whole | prefix<p> | split<p>
-# (docs/realdata.md, "Feature modes"); ratings.h5 records the archives' stamps (provenance).
+# Features: <root>/<dataset>/svd_k<k>_<fit>.h5, fit = online | online<p> | whole | prefix<p> |
+# split<p> (docs/realdata.md, "Feature modes"); data/svd settings are the rule's params, so that
+# changing them rebuilds the features. ratings.h5 records the archives' stamps (provenance).
 import re
 import sys
 
@@ -68,6 +69,8 @@ rule data_extract:
         stem=_STEM_RE,
     log:
         f"{DATA_ROOT}/logs/extract_{{stem}}.log",
+    benchmark:
+        f"{DATA_ROOT}/benchmarks/extract_{{stem}}.tsv"
     script:
         "../scripts/data_extract.py"
 
@@ -85,6 +88,8 @@ rule data_parse:
         raw_dirs=lambda wc: {f: str(raw_dir(DATA_ROOT, s)) for f, s in stems(wc.dataset).items()},
     log:
         f"{DATA_ROOT}/logs/parse_{{dataset}}.log",
+    benchmark:
+        f"{DATA_ROOT}/benchmarks/parse_{{dataset}}.tsv"
     resources:
         runtime=lambda wildcards, attempt: 60 * attempt,
         mem_mb=lambda wildcards, attempt: 8000 * attempt,
@@ -102,6 +107,8 @@ rule data_svd:
         dataset=_DATASET_RE,
         k=r"[1-9][0-9]*",
         fit=_FIT_RE,
+    params:
+        svd=_DATA_CFG["svd"],
     log:
         f"{DATA_ROOT}/logs/svd_{{dataset}}_k{{k}}_{{fit}}.log",
     benchmark:

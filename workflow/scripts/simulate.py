@@ -38,6 +38,7 @@ def main(argv: list[str]) -> int:
     """Run the shard `argv` = [SPEC_JSON, OUTPUT, LOG] names and write it."""
     import json
 
+    from dpbandits.errors import DPBanditsError
     from dpbandits.run_cache import ENV as RUN_CACHE
     from dpbandits.simulate import run_shard
     from dpbandits.storage import write_shard
@@ -47,7 +48,12 @@ def main(argv: list[str]) -> int:
     spec_json, output, log_path = argv
     log = setup(log_path)
     log.info("shard %s (run cache: %s)", output, os.environ.get(RUN_CACHE, "none"))
-    data = run_shard(json.loads(spec_json), progress=True)
+    try:
+        data = run_shard(json.loads(spec_json), progress=True)
+    except DPBanditsError as exc:  # e.g. an exhausted replay log: one line, nothing written
+        log.info("error: %s", exc)
+        sys.stderr.write(f"dpbandits: error: {exc}\n")
+        return 1
     write_shard(output, data)
     log.info("done: %d trial(s), %.1fs", len(data.trials), data.wall_time.sum())
     return 0

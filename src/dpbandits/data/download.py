@@ -15,7 +15,7 @@ from pathlib import Path
 from dpbandits.data import DataError
 from dpbandits.data.files import CHUNK
 from dpbandits.data.registry import ArchiveSpec
-from dpbandits.data.verify import VerificationError, check_archive
+from dpbandits.data.verify import VerificationError, check_archive, release_words
 
 log = logging.getLogger(__name__)
 USER_AGENT = "dpbandits-data/1 (+research reproduction)"
@@ -47,11 +47,11 @@ def _short(exc: BaseException) -> str:
     return str(exc).replace("\n", " ") or type(exc).__name__
 
 
-def _advice(source: str, is_url: bool) -> str:
+def _advice(source: str, is_url: bool, spec: ArchiveSpec) -> str:
     """What to do about a source whose bytes fail verification."""
     if is_url:
-        return "this URL does not serve the pinned release"
-    return f"replace {source} with the pinned release"
+        return f"this URL does not serve {release_words(spec)}"
+    return f"replace {source} with {release_words(spec)}"
 
 
 def _fetch_url(url: str, part: Path, timeout: float, context: ssl.SSLContext) -> None:
@@ -106,7 +106,7 @@ def fetch_archive(
                     continue
                 log.info("copying %s", source)
                 shutil.copyfile(source, part)
-            check_archive(part, spec, name=source, advice=_advice(source, is_url))
+            check_archive(part, spec, name=source, advice=_advice(source, is_url, spec))
         except VerificationError as exc:
             tried.append(str(exc))
             part.unlink(missing_ok=True)

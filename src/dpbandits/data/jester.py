@@ -15,22 +15,24 @@ import pandas as pd
 
 from dpbandits.data import DataError
 from dpbandits.data.ratings import RawRatings
-from dpbandits.data.readers import check_range, first_line, read_frame
+from dpbandits.data.readers import TextLayout, check_range, first_line, read_frame
 
 log = logging.getLogger(__name__)
 UNRATED = 99.0
 RATING_RANGE = (-10.0, 10.0)
+RATINGS_DAT = TextLayout("a Jester jester_ratings.dat", ("user", "joke", "rating"), 2,
+                         RATING_RANGE, str.split, also=(UNRATED,), encoding="utf-8")
 
 
 def read_ratings_dat(path: str | Path) -> RawRatings:
     """Jester dataset 2 `jester_ratings.dat`; rows with the unrated marker 99 are dropped."""
     path = Path(path)
-    frame = read_frame(path, "a Jester jester_ratings.dat", sep=r"\s+", header=None,
-                       names=["user", "item", "rating"],
+    frame = read_frame(path, "a Jester jester_ratings.dat", RATINGS_DAT, sep=r"\s+",
+                       header=None, names=["user", "item", "rating"],
                        dtype={"user": np.int64, "item": np.int64, "rating": np.float32})
     rated = frame["rating"].to_numpy() != UNRATED
     rating = frame["rating"].to_numpy()[rated]
-    check_range(path, rating, RATING_RANGE, f" and {UNRATED:g} for not rated")
+    check_range(path, rating, RATING_RANGE, f" and {UNRATED:g} for not rated", RATINGS_DAT)
     return RawRatings(user=frame["user"].to_numpy()[rated], item=frame["item"].to_numpy()[rated],
                       rating=rating, sources=[str(path)])
 

@@ -17,7 +17,14 @@ import pandas as pd
 
 from dpbandits.data import DataError
 from dpbandits.data.ratings import RawRatings
-from dpbandits.data.readers import READ_ERRORS, check_range, first_line, read_frame
+from dpbandits.data.readers import (
+    READ_ERRORS,
+    TextLayout,
+    check_range,
+    first_bad_line,
+    first_line,
+    read_frame,
+)
 
 CSV_HEADER = ["userId", "movieId", "rating", "timestamp"]
 MOVIES_HEADER = ["movieId", "title", "genres"]
@@ -26,9 +33,22 @@ CSV_RANGE = (0.5, 5.0)
 """Half stars 0.5–5 (ml-25m and ml-latest-small READMEs)."""
 STAR_RANGE = (1.0, 5.0)
 """Whole stars 1–5 (ml-100k and ml-1m READMEs)."""
-def _raw(frame: pd.DataFrame, path: Path, allowed: tuple[float, float]) -> RawRatings:
+U_DATA = TextLayout("an ml-100k u.data", ("user id", "item id", "rating", "timestamp"), 2,
+                    STAR_RANGE, lambda line: line.split("\t"), encoding="latin-1")
+RATINGS_DAT = TextLayout("an ml-1m ratings.dat", ("UserID", "MovieID", "Rating", "Timestamp"),
+                         2, STAR_RANGE, lambda line: line.split("::"), encoding="latin-1")
+
+
+def csv_layout(width: int) -> TextLayout:
+    """A MovieLens ratings.csv of `width` fields a line (4, or more with empty trailing ones)."""
+    return TextLayout("a MovieLens ratings.csv", tuple(CSV_HEADER), 2, CSV_RANGE,
+                      lambda line: line.split(","), header=True, width=width)
+
+
+def _raw(frame: pd.DataFrame, path: Path, allowed: tuple[float, float],
+         layout: TextLayout) -> RawRatings:
     rating = frame["rating"].to_numpy()
-    check_range(path, rating, allowed)
+    check_range(path, rating, allowed, layout=layout)
     return RawRatings(
         user=frame["user"].to_numpy(), item=frame["item"].to_numpy(),
         rating=rating, time=frame["time"].to_numpy(), sources=[str(path)],
@@ -59,10 +79,11 @@ def read_ratings_csv(path: str | Path) -> RawRatings:
     """`ratings.csv` with header userId,movieId,rating,timestamp (ml-25m, ml-latest-small)."""
     path = Path(path)
     width = _csv_layout(path)
+    layout = csv_layout(width)
     extra = [f"extra{i}" for i in range(width - len(DTYPES))]
-    frame = read_frame(path, "a MovieLens ratings.csv", header=0, names=[*DTYPES, *extra],
-                       dtype={**DTYPES, **dict.fromkeys(extra, str)}, index_col=False,
-                       encoding="utf-8-sig")
+    frame = read_frame(path, "a MovieLens ratings.csv", layout, header=0,
+                       names=[*DTYPES, *extra], dtype={**DTYPES, **dict.fromkeys(extra, str)},
+                       index_col=False, encoding="utf-8-sig")
     for column in extra:
         filled = frame[column].notna()
         if filled.any():
@@ -70,7 +91,7 @@ def read_ratings_csv(path: str | Path) -> RawRatings:
             raise DataError(f"{path}: line {row} has a value after the timestamp column "
                             f"({frame[column][filled].iloc[0]!r}); allowed: the four columns "
                             f"{','.join(CSV_HEADER)}")
-    return _raw(frame, path, CSV_RANGE)
+    return _raw(frame, path, CSV_RANGE, layout)
 
 
 def read_movies_csv(path: str | Path) -> dict[int, str]:
@@ -88,9 +109,9 @@ def read_movies_csv(path: str | Path) -> dict[int, str]:
 def read_u_data(path: str | Path) -> RawRatings:
     """ml-100k `u.data`: tab-separated user, item, rating, timestamp; no header."""
     path = Path(path)
-    frame = read_frame(path, "an ml-100k u.data", sep="\t", header=None, names=list(DTYPES),
-                       dtype=dict(DTYPES))
-    return _raw(frame, path, STAR_RANGE)
+    frame = read_frame(path, "an ml-100k u.data", U_DATA, sep="\t", header=None,
+                       names=list(DTYPES), dtype=dict(DTYPES))
+    return _raw(frame, path, STAR_RANGE, U_DATA)
 
 
 def read_ratings_dat(path: str | Path) -> RawRatings:
@@ -101,6 +122,7 @@ def read_ratings_dat(path: str | Path) -> RawRatings:
         frame = pd.read_csv(StringIO(text), sep="\t", header=None, names=list(DTYPES),
                             dtype=dict(DTYPES), engine="c")
     except READ_ERRORS as exc:
-        raise DataError(f"{path}: cannot be read as an ml-1m ratings.dat "
-                        f"({first_line(exc)})") from None
-    return _raw(frame, path, STAR_RANGE)
+        found = first_bad_line(path, RATINGS_DAT)
+        raise DataError(f"{path}: {found}" if found else f"{path}: cannot be read as an ml-1m "
+                        f"ratings.dat ({first_line(exc)})") from None
+    return _raw(frame, path, STAR_RANGE, RATINGS_DAT)

@@ -1,4 +1,4 @@
-"""The data stages the workflow runs (download → verify → extract → parse → svd), each taking
+"""The data stages the workflow runs (download → verify → extract → parse → features), each taking
 the config's `data:` mapping, plus the one-line error exit used by the Snakemake scripts.
 Stages import their modules themselves so that the light ones start fast."""
 
@@ -51,12 +51,19 @@ def svd(ratings: str | Path, output: str | Path, k: int, data: dict[str, Any] | 
         fit: str = "whole") -> None:
     from dpbandits.data.fitting import parse_fit
     from dpbandits.data.ratings import read_log
-    from dpbandits.data.svd import featurize, write_factors
 
     opts = check_data_config(data)["svd"]
-    factors = featurize(read_log(ratings), k=k, center=opts.get("center", "global"),
-                        seed=int(opts.get("seed", 0)), fit=parse_fit(fit))
-    write_factors(output, factors)
+    mode = parse_fit(fit)
+    log_ = read_log(ratings)
+    if mode.mode == "online":
+        from dpbandits.data.online import build_online
+
+        build_online(log_, k, mode, opts, output)
+        return
+    from dpbandits.data.svd import featurize, write_factors
+
+    write_factors(output, featurize(log_, k=k, center=opts["center"], seed=int(opts["seed"]),
+                                    fit=mode, shrinkage=float(opts["shrinkage"])))
 
 
 def run(stage: Callable[..., None], log_path: str | Path, **kwargs: Any) -> None:

@@ -99,7 +99,8 @@ def data_reason(summary: pd.DataFrame) -> str | None:
 
 def data_note(summary: pd.DataFrame) -> str | None:
     """One sentence on the data of a real-data summary: archives, pinned or not, the feature
-    mode and the feature-score AUC on the replayed events; None for synthetic results."""
+    mode, the feature-score AUC and coverage on the replayed events (docs/realdata.md, "Signal")
+    and the log's own CTR; None for synthetic results."""
     if "features_fit" not in summary or summary.empty:
         return None
     pinned = bool(_true(summary["data_pinned"]).all())
@@ -109,9 +110,12 @@ def data_note(summary: pd.DataFrame) -> str | None:
     note = f"data {archives}, {'the pinned release' if pinned else 'NOT the pinned release'}; "
     note += modes
     if "feature_auc" in summary and summary["feature_auc"].notna().any():
-        note += (f"; rank-k score AUC on the replayed events "
+        note += (f"; feature-score AUC on the replayed events "
                  f"{float(np.nanmean(summary['feature_auc'])):.3f}")
     if "feature_coverage" in summary and summary["feature_coverage"].notna().any():
-        note += (f", {100 * float(np.nanmean(summary['feature_coverage'])):.1f} % of them with "
-                 "non-zero features")
+        note += (f", coverage {100 * float(np.nanmean(summary['feature_coverage'])):.1f} % (their "
+                 "user and item both known to the features, not the cold fallback)")
+    if "log_ctr" in summary and summary["log_ctr"].notna().any():
+        note += (f"; the log's CTR (uniform choice) "
+                 f"{float(np.nanmean(summary['log_ctr'])):.4f}")
     return note

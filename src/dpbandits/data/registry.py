@@ -15,8 +15,12 @@ UNKNOWN = "unknown"
 SHA256_RE = re.compile(r"[0-9a-f]{64}")
 DATA_KEYS = {"root", "mirror", "timeout", "files", "svd"}
 FILE_KEYS = {"urls", "sha256", "bytes"}
-SVD_KEYS = {"center", "seed"}
-CENTERINGS = ("global", "user", "none")
+SVD_KEYS = {"center", "seed", "shrinkage", "refit", "refit_min", "fold_in"}
+CENTERINGS = ("biases", "global", "user", "none")
+FOLD_INS = ("projection", "none")
+SVD_DEFAULTS = {"center": "biases", "seed": 0, "shrinkage": 5.0, "refit": 0.1,
+                "refit_min": 1000, "fold_in": "projection"}
+"""Defaults of data/svd (docs/realdata.md, "Feature model" and "Online features")."""
 
 
 @dataclass(frozen=True)
@@ -118,15 +122,41 @@ def check_data_config(data: dict[str, Any] | None) -> dict[str, Any]:
         if not isinstance(urls, list) or not all(isinstance(u, str) for u in urls):
             raise ConfigError(f"data/files/{name}/urls = {urls!r} is not allowed; must be a "
                               "list of URLs")
-    svd = data["svd"]
+    data["svd"] = _check_svd(data["svd"])
+    return data
+
+
+def _number(key: str, value: Any, low: float, what: str, integer: bool = False,
+            strict: bool = False) -> None:
+    """One ConfigError line unless data/svd/<key> is a number (an integer) >= low (> low)."""
+    kind = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kind) or value < low or (
+            strict and value == low):
+        raise ConfigError(f"data/svd/{key} = {value!r} is not allowed; must be {what}")
+
+
+def _check_svd(svd: Any) -> dict[str, Any]:
+    """data/svd with its defaults filled (one ConfigError line if bad)."""
+    if not isinstance(svd, dict):
+        raise ConfigError(f"data/svd = {svd!r} is not allowed; must be a mapping of "
+                          f"{', '.join(sorted(SVD_KEYS))}")
     bad = sorted(set(svd) - SVD_KEYS)
     if bad:
         raise ConfigError(f"unknown key(s) {', '.join(bad)} in data/svd; allowed: "
                           f"{', '.join(sorted(SVD_KEYS))}")
-    if svd.get("center", "global") not in CENTERINGS:
+    svd = {**SVD_DEFAULTS, **svd}
+    if svd["center"] not in CENTERINGS:
         raise ConfigError(f"data/svd/center = {svd['center']!r} is not allowed; allowed: "
                           f"{', '.join(CENTERINGS)}")
-    return data
+    if svd["fold_in"] not in FOLD_INS:
+        raise ConfigError(f"data/svd/fold_in = {svd['fold_in']!r} is not allowed; allowed: "
+                          f"{', '.join(FOLD_INS)}")
+    _number("seed", svd["seed"], 0, "an integer >= 0", integer=True)
+    _number("shrinkage", svd["shrinkage"], 0, "a number >= 0 (events)")
+    _number("refit", svd["refit"], 0, "a share > 0 (e.g. 0.1: refit when the past has grown "
+            "by 10 %)", strict=True)
+    _number("refit_min", svd["refit_min"], 1, "an integer >= 1 (events)", integer=True)
+    return svd
 
 
 def archive_spec(file: str, data: dict[str, Any] | None = None) -> ArchiveSpec:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dpbandits.data import DataError
+from dpbandits.data import DataError, registry
 from dpbandits.data.files import sha256_of, write_json
 from dpbandits.data.registry import ArchiveSpec, pinned_sha256
 
@@ -25,6 +25,19 @@ def _override_hint(spec: ArchiveSpec, digest: str) -> str:
             "(its results are then marked not comparable)")
 
 
+def overridden(spec: ArchiveSpec, field: str) -> bool:
+    """Whether `spec`'s value of `field` (sha256 or bytes) comes from a config override rather
+    than the committed table."""
+    table = registry.archives().get(spec.file)
+    return table is None or getattr(table, field) != getattr(spec, field)
+
+
+def release_words(spec: ArchiveSpec) -> str:
+    """How messages name the release an archive must be: the pinned one, or the override's."""
+    return "the release the config override names" if overridden(spec, "sha256") \
+        else "the pinned release"
+
+
 def check_archive(path: str | Path, spec: ArchiveSpec, name: str | None = None,
                   advice: str = IN_PLACE_ADVICE) -> str:
     """Size, then sha256 of `path` against `spec`; returns the sha256 or raises one clear line
@@ -36,19 +49,27 @@ def check_archive(path: str | Path, spec: ArchiveSpec, name: str | None = None,
     shown = name or str(path)
     size = path.stat().st_size
     if spec.bytes is not None and size != spec.bytes:
-        raise VerificationError(
-            f"{shown}: {size} bytes, but {spec.file} must have {spec.bytes} bytes (truncated or "
-            f"not the pinned release); {advice}; {_override_hint(spec, sha256_of(path))}"
-        )
+        if overridden(spec, "bytes"):
+            expected = (f"the config override data: files: {spec.file}: bytes says {spec.bytes} "
+                        "(a typo in the override, or a truncated file?)")
+        else:
+            expected = (f"{spec.file} must have {spec.bytes} bytes (truncated or not the pinned "
+                        "release)")
+        raise VerificationError(f"{shown}: {size} bytes, but {expected}; {advice}; "
+                                f"{_override_hint(spec, sha256_of(path))}")
     digest = sha256_of(path)
     if spec.sha256 is None:
         log.warning("%s: sha256 is not pinned; computed %s (%d bytes) - pin it in datasets.tsv",
                     spec.file, digest, size)
     elif digest != spec.sha256:
-        raise VerificationError(
-            f"{shown}: sha256 {digest} does not match the pinned {spec.sha256} of {spec.file} "
-            f"(corrupt or not the pinned release); {advice}; {_override_hint(spec, digest)}"
-        )
+        if overridden(spec, "sha256"):
+            expected = (f"{spec.sha256}, the value of the config override data: files: "
+                        f"{spec.file}: sha256 (a typo in the override, or a damaged file?)")
+        else:
+            expected = (f"the pinned {spec.sha256} of {spec.file} (corrupt or not the pinned "
+                        "release)")
+        raise VerificationError(f"{shown}: sha256 {digest} does not match {expected}; {advice}; "
+                                f"{_override_hint(spec, digest)}")
     if spec.bytes is None and digest == pinned_sha256(spec.file):
         log.warning("%s: size is not pinned; the pinned release has %d bytes - pin it in "
                     "datasets.tsv", spec.file, size)

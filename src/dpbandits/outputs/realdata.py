@@ -142,6 +142,17 @@ def evaluate_claim(claim: dict[str, Any], best: pd.DataFrame,
     return row
 
 
+def log_row(summary: pd.DataFrame, columns: pd.Index) -> dict[str, Any]:
+    """The table's first row: the log's own CTR over the replayed events, what uniform choice
+    expects (docs/realdata.md, "Replay"), at its accept rate 1/K."""
+    row: dict[str, Any] = dict.fromkeys(columns, "")
+    row.update({"algorithm": "the log (uniform choice)", "ε": "—",
+                "CTR (mean ± 95% CI)": f"{float(np.nanmean(summary['log_ctr'])):.4f}"})
+    if "K" in summary and summary["K"].notna().any():
+        row["accept rate"] = round(1.0 / float(np.nanmean(summary["K"])), 3)
+    return row
+
+
 def ctr_table(
     experiment: str,
     exp: dict[str, Any],
@@ -164,6 +175,9 @@ def ctr_table(
         "accept rate": frame["accept_rate"].round(3),
         "replay steps": frame["replay_steps"].round(0),
     })
+    if "log_ctr" in summary and summary["log_ctr"].notna().any():
+        table = pd.concat([pd.DataFrame([log_row(summary, table.columns)]), table],
+                          ignore_index=True)
     n_trials = int(summary["seed"].nunique())
     caption = (f"{experiment}: click-through rate of counted replay rounds, mean ± 95% CI over "
                f"{n_trials} trials (T = {int(summary['T'].iloc[0])})")
