@@ -10,26 +10,9 @@ from dpbandits.contract import ProblemInfo, RoundEnvironment
 from dpbandits.errors import ConfigError
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import make_policy
-from dpbandits.policies.linear_core import (
-    BLOCK_MAX,
-    NoiseRows,
-    exact_grid,
-    greedy_index,
-    inflate_exact,
-    inflate_integers,
-    noisy_into,
-    snap,
-    snapped_release,
-    ucb_index,
-)
-from dpbandits.privacy import _exact
+from dpbandits.policies.linear_core import BLOCK_MAX, NoiseRows, greedy_index, ucb_index
 from dpbandits.privacy.clipping import clip_arms
-from dpbandits.privacy.exact_noise import (
-    ExactNoise,
-    NumpyNoise,
-    discrete_gaussian,
-    inflate_for_snapping,
-)
+from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise, discrete_gaussian
 
 
 def test_gram_updates_and_warm_start() -> None:
@@ -133,31 +116,6 @@ def test_argmax_kernels_pick_the_first_of_equal_scores() -> None:
     assert ucb_index(arms[1:], theta, factor, 1.0) == 0
 
 
-def test_snap_is_exact_noise_snap_coordinatewise() -> None:
-    """`snap` and `noisy_into` give `ExactNoise.snap(v, σ) + γ·z` bit for bit, huge and
-    non-finite coordinates included, and v + σ·z for continuous noise."""
-    g = np.random.default_rng(8)
-    exact = ExactNoise(np.random.default_rng(0))
-    values = np.concatenate([g.standard_normal(50) * 10.0 ** g.integers(-3, 14, 50),
-                             [1e300, -1e300, np.inf, -np.inf, np.nan, 0.0, -0.0, 2.5, -3.5]])
-    for sigma in (0.013, 1.0545, 490.1, 3.1e7):
-        gamma, s = exact_grid(exact, sigma)
-        assert gamma == exact.grid(sigma) and s * gamma == exact.effective_sigma(sigma)
-        expected = exact.snap(values, sigma)
-        with np.errstate(invalid="ignore"):
-            got = np.array([snap(v, gamma) for v in values])
-            assert got.tobytes() == expected.tobytes()
-            z = g.integers(-5000, 5000, values.shape).astype(float)
-            out = np.empty_like(values)
-            noisy_into(values, gamma, gamma, z, out)
-            assert out.tobytes() == (expected + gamma * z).tobytes()
-    z = g.standard_normal(values.shape)
-    out = np.empty_like(values)
-    noisy_into(values, 2.5, 0.0, z, out)
-    with np.errstate(invalid="ignore"):
-        assert out.tobytes() == (values + 2.5 * z).tobytes()
-
-
 @pytest.mark.parametrize("exact", [True, False])
 def test_noise_rows_are_the_generators_draws_in_order(exact: bool) -> None:
     """Rows of one scale come in doubling blocks, row by row the generator's own draws; a
@@ -184,100 +142,6 @@ def test_noise_rows_are_the_generators_draws_in_order(exact: bool) -> None:
     for _ in range(5000):
         rows.take(s2)
     assert len(rows.rows) == BLOCK_MAX
-
-
-def test_inflate_exact_is_inflate_for_snapping() -> None:
-    """Integer cross-multiplication gives the σ′ of the Fraction loop, bit for bit."""
-    g = np.random.default_rng(4)
-    exact = ExactNoise(np.random.default_rng(0))
-    cases = [(490.3, 1.0, 20), (4.9, 1.0, 20), (1.0, 1.0, 1), (2.0**14, 2.0, 21), (3.0, 0.5, 5)]
-    for _ in range(2000):
-        sensitivity = float(np.exp(g.uniform(-12, 6)))
-        ratio = float(np.exp(g.uniform(-2, 9)))
-        cases.append((sensitivity * ratio, sensitivity, int(g.integers(1, 500))))
-    for sigma, sensitivity, dim in cases:
-        assert (inflate_exact(exact, sigma, sensitivity, dim)
-                == inflate_for_snapping(exact, sigma, sensitivity, dim))
-    for bad in ((2.0**20, 2.0, 21), (0.0, 1.0, 3), (1.0, 0.0, 3)):  # no σ′ exists / invalid
-        with pytest.raises(Exception) as fast:
-            inflate_exact(exact, *bad)
-        with pytest.raises(Exception) as slow:
-            inflate_for_snapping(exact, *bad)
-        assert fast.type is slow.type
-    paper = NumpyNoise(np.random.default_rng(0))
-    assert inflate_exact(paper, 3.5, 1.0, 20) == inflate_for_snapping(paper, 3.5, 1.0, 20)
-
-
-def _calibration_cases(g: np.random.Generator, n: int) -> list[tuple[float, float, int]]:
-    """σ = Δ·ratio over wide ranges, σ on or one step off its grid, and DGS-LinUCB's σ for
-    Δ = 1/λ_min."""
-    exact = ExactNoise(np.random.default_rng(0))
-    cases = []
-    for i in range(n):
-        sensitivity = float(np.exp(g.uniform(-12, 6)))
-        sigma = sensitivity * float(np.exp(g.uniform(-2, 9)))
-        if i % 3 == 1:
-            sigma = float(np.nextafter(exact.effective_sigma(sigma), g.choice([0, np.inf])))
-        elif i % 3 == 2:
-            sensitivity = float(np.exp(-g.uniform(0, 7)))
-            sigma = sensitivity * float(np.exp(g.uniform(0, 9)))
-        cases.append((sigma, sensitivity, int(g.integers(1, 3000))))
-    return cases
-
-
-def test_compiled_inflation_is_the_integer_one() -> None:
-    """`_exact.inflate` gives the σ′ of the integer test, bit for bit, and declines only where
-    its binary arithmetic stops (then the integer test answers or raises)."""
-    exact = ExactNoise(np.random.default_rng(0))
-    g = np.random.default_rng(11)
-    moved = 0
-    for sigma, sensitivity, dim in _calibration_cases(g, 6000):
-        compiled = _exact.inflate(sigma, sensitivity, dim)
-        assert compiled is not None
-        assert compiled == inflate_integers(exact, sigma, sensitivity, dim)
-        moved += compiled != exact.effective_sigma(sigma)
-    assert moved > 5000  # the first candidate fails: the rounded quotient is what is compared
-    # outside the grid's range, exponents too far apart, no σ′ reached, a dim other than an
-    # int in [1, 2^53): declined, and `inflate_exact` answers or raises as the Fraction loop
-    declined = [(2.0**1001, 1.0, 5), (1.0, 2.0**-1020, 5), (2.0**-300, 2.0**300, 5),
-                (2.0**20, 2.0, 21), (3.5, 1.0, 20.0), (3.5, 1.0, np.float64(20)),
-                (3.5, 1.0, 2**53), (3.5, 1.0, 2**63), (3.5, 1.0, 0)]
-    for sigma, sensitivity, dim in declined:
-        assert _exact.inflate(sigma, sensitivity, dim) is None
-        try:
-            want: float | type = inflate_for_snapping(exact, sigma, sensitivity, dim)
-        except (ValueError, ZeroDivisionError) as error:
-            want = type(error)
-        try:
-            got: float | type = inflate_exact(exact, sigma, sensitivity, dim)
-        except (ValueError, ZeroDivisionError) as error:
-            got = type(error)
-        assert got == want
-    # far from the usual ranges: σ/Δ = 2^-120, a dim of 2^30
-    for sigma, sensitivity, dim in ((2.0**-120, 1.0, 7), (2.0**-90 * 1.3, 3.0, 20),
-                                    (4.9, 1.0, 2**30), (1e3, 3.0, 2**10)):
-        compiled = _exact.inflate(sigma, sensitivity, dim)
-        assert compiled is not None
-        assert compiled == inflate_integers(exact, sigma, sensitivity, dim)
-    # the negative control: one step of the grid off is seen
-    sigma, sensitivity, dim = 490.3, 1.0, 20
-    value = inflate_integers(exact, sigma, sensitivity, dim)
-    assert _exact.inflate(sigma, sensitivity, dim) != value + exact.grid(value)
-
-
-def test_snapped_release_is_snap_plus_discrete_noise() -> None:
-    """Same stream, same numbers as `noise.snap(v, σ) + noise.gaussian(σ, shape)`."""
-    g = np.random.default_rng(5)
-    values = [g.standard_normal(20) * 1e3, np.array([1e300, -2.5, 0.0]), np.array(7.25),
-              np.array([np.nan, 1.0]), g.standard_normal((3, 4)), np.zeros(0)]
-    for sigma in (0.013, 1.0545, 490.1, 3.1e7):
-        for value in values:
-            fast, ref = ExactNoise(np.random.default_rng(9)), ExactNoise(np.random.default_rng(9))
-            with np.errstate(over="ignore", invalid="ignore"):
-                expected = ref.snap(value, sigma) + ref.gaussian(sigma, np.shape(value))
-                got = snapped_release(fast, value, sigma)
-            assert got.tobytes() == expected.tobytes()
-            assert fast.rng.random() == ref.rng.random()  # the streams moved alike
 
 
 class _PoolTable(RoundEnvironment):

@@ -22,6 +22,8 @@ from dpbandits.privacy.exact_noise import (
     bernoulli_exp,
     discrete_gaussian,
     discrete_laplace,
+    inflate_by_fractions,
+    inflate_for_snapping,
 )
 
 from helpers import two_sampler_matrix
@@ -578,3 +580,53 @@ def test_symmetric_sampler_checks_its_arguments() -> None:
     with pytest.raises(ValueError, match="sigma_above = 0 is not allowed"):
         _exact.discrete_gaussian_symmetric(rng.bit_generator.capsule, 3, 0, 1.0, 1.0,
                                            np.empty((2, 2)))
+
+
+def _calibration_cases(g: np.random.Generator, n: int) -> list[tuple[float, float, int]]:
+    """σ = Δ·ratio over wide ranges, σ on or one step off its grid, and DGS-LinUCB's σ for
+    Δ = 1/λ_min."""
+    exact = ExactNoise(np.random.default_rng(0))
+    cases = [(490.3, 1.0, 20), (4.9, 1.0, 20), (1.0, 1.0, 1), (2.0**14, 2.0, 21), (3.0, 0.5, 5)]
+    for i in range(n):
+        sensitivity = float(np.exp(g.uniform(-12, 6)))
+        sigma = sensitivity * float(np.exp(g.uniform(-2, 9)))
+        if i % 3 == 1:
+            sigma = float(np.nextafter(exact.effective_sigma(sigma), g.choice([0, np.inf])))
+        elif i % 3 == 2:
+            sensitivity = float(np.exp(-g.uniform(0, 7)))
+            sigma = sensitivity * float(np.exp(g.uniform(0, 9)))
+        cases.append((sigma, sensitivity, int(g.integers(1, 3000))))
+    return cases
+
+
+def test_compiled_inflation_is_the_fraction_loops() -> None:
+    """`_exact.inflate` (integer arithmetic) gives the σ′ of the Fraction loop bit for bit, and
+    declines only where its binary arithmetic stops; `inflate_for_snapping` then answers or
+    raises as the Fraction loop does."""
+    exact = ExactNoise(np.random.default_rng(0))
+    moved = 0
+    cases = _calibration_cases(np.random.default_rng(11), 3000)
+    cases += [(2.0**-120, 1.0, 7), (2.0**-90 * 1.3, 3.0, 20), (4.9, 1.0, 2**30), (1e3, 3.0, 2**10)]
+    for sigma, sensitivity, dim in cases:
+        compiled = _exact.inflate(sigma, sensitivity, dim)
+        assert compiled is not None
+        assert compiled == inflate_by_fractions(exact, sigma, sensitivity, dim)
+        moved += compiled != exact.effective_sigma(sigma)
+    assert moved > 2500  # the first candidate fails: the rounded quotient is what is compared
+    declined = [(2.0**1001, 1.0, 5), (1.0, 2.0**-1020, 5), (2.0**-300, 2.0**300, 5),
+                (2.0**20, 2.0, 21), (3.5, 1.0, 20.0), (3.5, 1.0, np.float64(20)),
+                (3.5, 1.0, 2**53), (3.5, 1.0, 2**63), (3.5, 1.0, 0)]
+    for sigma, sensitivity, dim in declined:
+        assert _exact.inflate(sigma, sensitivity, dim) is None
+        outcomes = []
+        for inflate in (inflate_for_snapping, inflate_by_fractions):
+            try:
+                outcomes.append(inflate(exact, sigma, sensitivity, dim))
+            except (ValueError, ZeroDivisionError) as error:
+                outcomes.append(type(error))
+        assert outcomes[0] == outcomes[1]
+    # the negative control: one step of the grid off is seen
+    value = inflate_by_fractions(exact, 490.3, 1.0, 20)
+    assert _exact.inflate(490.3, 1.0, 20) != value + exact.grid(value)
+    paper = NumpyNoise(np.random.default_rng(0))
+    assert inflate_for_snapping(paper, 3.5, 1.0, 20) == 3.5

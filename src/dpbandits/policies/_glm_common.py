@@ -4,22 +4,15 @@ optimistic index kernel and the round loop of the rounds they play in Python."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dpbandits.contract import OutcomeTables
 from dpbandits.errors import ConfigError
 from dpbandits.glm import quad_form
 from dpbandits.jit import jit
 from dpbandits.linalg import dot
 from dpbandits.links import mean
 from dpbandits.params import number
-from dpbandits.policies.tables import pull
-
-if TYPE_CHECKING:
-    from dpbandits.policies.base import Policy
 
 DEFAULT_DELTA = 0.02
 
@@ -61,19 +54,3 @@ def optimistic_index(arms: np.ndarray, centre: np.ndarray, V_inv: np.ndarray, wi
         x = arms[k]
         scores[k] = mean(kind, dot(x, centre)) + width * math.sqrt(quad_form(x, V_inv))
     return first_argmax(scores)
-
-
-def play_rounds(policy: Policy, tables: OutcomeTables,
-                stretch: Callable[[OutcomeTables, int], int] | None = None) -> None:
-    """Every round of the tables: from round t, `stretch(tables, t)` plays compiled rounds and
-    returns the next one to play, which `select`, the pull and `update` then play; without a
-    stretch, every round so."""
-    t, horizon = 0, len(tables.chosen)
-    while t < horizon:
-        if stretch is not None:
-            t = stretch(tables, t)
-        if t < horizon:
-            arms = tables.arms[t]
-            i = int(policy.select(t, arms))
-            policy.update(t, arms[i], pull(tables, t, i))
-            t += 1

@@ -22,14 +22,13 @@ from dpbandits.policies.linear_core import (
     CONVERSION,
     LinearPolicy,
     ZCDPMixin,
-    draw_exact,
-    exact_grid,
-    noisy_into,
     ridge_update,
     ucb_index,
 )
 from dpbandits.policies.tables import pull
 from dpbandits.privacy.clipping import clip_reward
+from dpbandits.privacy.exact_noise import discrete_gaussian
+from dpbandits.privacy.grid import noisy_into
 
 
 @jit
@@ -127,11 +126,11 @@ class DGSLinUCB(ZCDPMixin, LinearPolicy):
 
     def exact_noise(self, sigma: float) -> tuple[float, np.ndarray]:
         """(γ, z) of an exact release at σ: its grid and d discrete Gaussian integers."""
-        gamma, s = (0.0, 0) if sigma == 0 else exact_grid(self.noise, sigma)
         if sigma == 0:
             self.z[:] = 0
-        else:
-            draw_exact(self.noise_rng, s, self.z)
+            return 0.0, self.z.astype(float)
+        s, gamma = self.noise.integer_sigma(sigma)
+        discrete_gaussian(self.noise_rng, s, out=self.z)
         return gamma, self.z.astype(float)
 
     def release(self, t: int) -> None:

@@ -42,12 +42,11 @@ from dpbandits.policies.linear_core import (
     LinearPolicy,
     NoiseRows,
     ZCDPMixin,
-    exact_grid,
-    noisy_into,
     ucb_index,
 )
 from dpbandits.policies.tables import pull
 from dpbandits.privacy.clipping import clip_reward
+from dpbandits.privacy.grid import noisy_into
 from dpbandits.privacy.zcdp import gaussian_sigma
 
 MEMO_SLOTS = 512  # episode estimates remembered (emptied when half full)
@@ -391,7 +390,7 @@ class ZCDPEpisodic(_EpisodeBase):
             elif sigma == 0:  # no noise at all (limit checks)
                 scale, grid, rows = 0.0, 0.0, 0
             else:
-                grid, rows = exact_grid(self.noise, sigma)
+                rows, grid = self.noise.integer_sigma(sigma)
                 scale = grid
             values[SIGMA], values[SCALE], values[GRID], values[ROWS] = sigma, scale, grid, rows
             self.memo.last[:] = values

@@ -27,10 +27,9 @@ from dpbandits.policies._glm_common import (
     NEWTON_CAP,
     confidence_delta,
     optimistic_index,
-    play_rounds,
 )
 from dpbandits.policies.base import Policy
-from dpbandits.policies.tables import pull
+from dpbandits.policies.tables import play_rounds, pull
 
 NEWTON_TOL, NEWTON_MAX_ITER = 1e-8, 50
 

@@ -20,10 +20,10 @@ from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
 from dpbandits.linalg import cho_solve, cho_solve_into, cholesky, cholesky_into
 from dpbandits.params import Declaration, number
-from dpbandits.policies.linear_core import ALPHA, LinearPolicy, snap, ucb_index
-from dpbandits.policies.ridge_rounds import finish_round
-from dpbandits.policies.tables import pull
+from dpbandits.policies.linear_core import ALPHA, LinearPolicy, ucb_index
+from dpbandits.policies.tables import pull, select_update_round
 from dpbandits.privacy.clipping import clip_reward
+from dpbandits.privacy.grid import snap
 from dpbandits.privacy.tree import MatrixTree, cover_nodes, tree_height, tree_rho
 
 L_TILDE = math.sqrt(2.0)
@@ -274,7 +274,7 @@ class JDPLinUCB(LinearPolicy):
                     self.tree.update(None)
                 t = played
                 if t < stop:
-                    finish_round(self, tables, t, self.choose(t, tables.arms[t]))
+                    select_update_round(self, tables, t)
                     t += 1
         self.refresh_noise()
         self.estimated = -1

@@ -10,7 +10,6 @@ round loops call.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,11 +20,8 @@ from dpbandits.jit import jit
 from dpbandits.linalg import add_outer, add_scaled, cho_solve, cholesky, dot, inverse_norm
 from dpbandits.params import Declaration, Param, choice, number
 from dpbandits.policies.base import Policy
-from dpbandits.privacy import _exact
 from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.exact_noise import (
-    GRID_BITS,
-    PARAM_LIMIT,
     Noise,
     discrete_gaussian,
     inflate_for_snapping,
@@ -34,8 +30,6 @@ from dpbandits.privacy.exact_noise import (
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
 
 ZCDP_CONVERSIONS = ("classic", "tight")
-SNAP_LIMIT = 2.0**53  # |v| ≥ 2^53·γ is already on the grid (ExactNoise.snap keeps it as is)
-INFLATE_STEPS = 200  # as inflate_for_snapping; on no convergence it is called to raise
 MEMO_SIZE = 4096  # calibrations remembered per policy (a memo, cleared when full)
 BLOCK_MAX = 1024  # rows of noise drawn at most at once (`NoiseRows`)
 
@@ -70,59 +64,6 @@ def ridge_update(A: np.ndarray, b: np.ndarray, x: np.ndarray, r: float) -> None:
     add_scaled(b, x, r)
 
 
-@jit
-def snap(value: float, grid: float) -> float:
-    """`value` on the grid γ (ties to even), as `ExactNoise.snap` rounds a coordinate: |value| ≥
-    2^53·γ is on it already (kept, as are ±∞ and NaN)."""
-    if abs(value) >= SNAP_LIMIT * grid:
-        return value
-    return np.rint(value / grid) * grid
-
-
-@jit
-def noisy_into(value: np.ndarray, scale: float, grid: float, z: np.ndarray,
-               out: np.ndarray) -> None:
-    """A Gaussian release of `value`: out = value + scale·z with continuous noise (grid 0, z
-    standard normal, scale σ), or snap(value, γ) + γ·z with exact noise (z discrete Gaussian
-    integers of scale σ/γ, scale = grid = γ; CKS 2020, Thm 4)."""
-    for i in range(value.shape[0]):
-        base = snap(value[i], grid) if grid > 0.0 else value[i]
-        out[i] = base + scale * z[i]
-
-
-def exact_grid(noise: Noise, sigma: float) -> tuple[float, int]:
-    """(γ, s): the grid of exact noise at scale σ and its integer scale s = ⌈σ/γ⌉
-    (`ExactNoise.grid`, `ExactNoise.effective_sigma`)."""
-    if type(sigma) is float and 2.0**-1000 <= sigma <= 2.0**1000:  # else checked by `grid`
-        gamma = math.ldexp(1.0, math.frexp(sigma)[1] - 1 - GRID_BITS)
-    else:
-        gamma = noise.grid(sigma)
-    return gamma, math.ceil(sigma / gamma)
-
-
-def draw_exact(rng: np.random.Generator, s: int, out: np.ndarray) -> None:
-    """`out` (int64) filled with discrete Gaussian integers of scale s (`discrete_gaussian`)."""
-    if 1 <= s < PARAM_LIMIT:
-        bit_generator = rng.bit_generator
-        with bit_generator.lock:
-            _exact.discrete_gaussian(bit_generator.capsule, s, out)
-    else:
-        out[...] = discrete_gaussian(rng, s, out.shape)
-
-
-def snapped_release(noise: Noise, value: Any, sigma: float) -> np.ndarray:
-    """`noise.snap(value, σ) + noise.gaussian(σ, shape)` of exact noise, the grid γ found once."""
-    v = np.asarray(value, dtype=float)
-    if v.ndim != 1:
-        return noise.snap(v, sigma) + noise.gaussian(sigma, v.shape)
-    gamma, s = exact_grid(noise, sigma)
-    z = np.empty(v.shape, dtype=np.int64)
-    draw_exact(noise.rng, s, z)
-    out = np.empty_like(v)
-    noisy_into(v, gamma, gamma, z.astype(float), out)
-    return out
-
-
 class NoiseRows:
     """Rows of noise of length d for releases, drawn from the noise generator a block at a time:
     standard normals (continuous noise) or discrete Gaussian integers of one integer scale s
@@ -152,43 +93,9 @@ class NoiseRows:
         if s == 0:
             self.rows = self.noise.rng.standard_normal((size, self.d))
         else:
-            z = np.empty((size, self.d), dtype=np.int64)
-            draw_exact(self.noise.rng, s, z)
-            self.rows = z.astype(float)
+            self.rows = discrete_gaussian(self.noise.rng, s, (size, self.d)).astype(float)
         self.scale = float(s)
         self.cursor[0] = 0
-
-
-def inflate_exact(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
-    """`inflate_for_snapping(noise, σ, Δ, dim)`: compiled (`_exact.inflate`), or its Fraction
-    tests done on integers where the compiled arithmetic declines."""
-    sigma, sensitivity = float(sigma), float(sensitivity)
-    if (not noise.exact or not 0 < sensitivity < math.inf or not 0 < sigma < math.inf):
-        return inflate_for_snapping(noise, sigma, sensitivity, dim)
-    value = _exact.inflate(sigma, sensitivity, dim)
-    return value if value is not None else inflate_integers(noise, sigma, sensitivity, dim)
-
-
-def inflate_integers(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
-    """`inflate_for_snapping` of exact noise for finite σ, Δ > 0, its Fraction tests done on
-    integers."""
-    # The same candidates σ′ in the same order: accept the first with σ′Δ ≥ σ(Δ + γ(σ′)r),
-    # r the float above √dim; else go to the float above σ(Δ + γr)/Δ, which int / int rounds
-    # correctly, as Fraction.__float__ does.
-    sn, sd = sigma.as_integer_ratio()
-    dn, dd = sensitivity.as_integer_ratio()
-    rn, rd = math.nextafter(math.sqrt(dim), math.inf).as_integer_ratio()
-    value = noise.effective_sigma(sigma)
-    for _ in range(INFLATE_STEPS):
-        gn, gd = noise.grid(value).as_integer_ratio()
-        # σ(Δ + γr)/Δ = num/den
-        num = sn * dd * (dn * gd * rd + gn * rn * dd)
-        den = sd * dn * dd * gd * rd
-        vn, vd = value.as_integer_ratio()
-        if vn * den >= num * vd:
-            return value
-        value = noise.effective_sigma(math.nextafter(num / den, math.inf))
-    return inflate_for_snapping(noise, sigma, sensitivity, dim)
 
 
 class AnyFamily(tuple):
@@ -286,7 +193,7 @@ class LinearPolicy(Policy):
         if self.noise.exact:
             if sigma == 0:  # no noise at all (limit checks)
                 return np.asarray(value, dtype=float)
-            return snapped_release(self.noise, value, sigma)
+            return self.noise.release(value, sigma)
         return value + sigma * self.noise_rng.standard_normal(np.shape(value))
 
     def calibrate_release(self, sigma: float, sensitivity: float) -> float:
@@ -299,7 +206,7 @@ class LinearPolicy(Policy):
         if value is None:
             if len(self._calibrated) >= MEMO_SIZE:
                 self._calibrated.clear()
-            value = self._calibrated[key] = inflate_exact(self.noise, sigma, sensitivity,
+            value = self._calibrated[key] = inflate_for_snapping(self.noise, sigma, sensitivity,
                                                           self.d)
         return value
 

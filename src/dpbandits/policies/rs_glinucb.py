@@ -28,10 +28,9 @@ from dpbandits.policies._glm_common import (
     NEWTON_CAP,
     confidence_delta,
     first_argmax,
-    play_rounds,
 )
 from dpbandits.policies.base import Policy
-from dpbandits.policies.tables import pull
+from dpbandits.policies.tables import play_rounds, pull
 
 VARIANTS = ("T2", "C", "SW", "paper")
 

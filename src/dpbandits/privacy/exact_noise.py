@@ -39,6 +39,7 @@ import numpy as np
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy import _exact
+from dpbandits.privacy.grid import noisy_into, snap_all
 
 __all__ = [
     "GRID_BITS",
@@ -99,10 +100,12 @@ def _empty(size: Size, dtype: type) -> np.ndarray:
     return np.empty(() if size is None else size, dtype=dtype)
 
 
-def discrete_gaussian(rng: np.random.Generator, sigma: int, size: Size = None) -> np.ndarray:
-    """Discrete Gaussian, P(k) ∝ exp(−k²/(2σ²)), integer 1 ≤ σ < 2^31 (CKS 2020, Algorithm 3)."""
+def discrete_gaussian(rng: np.random.Generator, sigma: int, size: Size = None,
+                      out: np.ndarray | None = None) -> np.ndarray:
+    """Discrete Gaussian, P(k) ∝ exp(−k²/(2σ²)), integer 1 ≤ σ < 2^31 (CKS 2020, Algorithm 3),
+    into `out` (C-contiguous int64) when given."""
     s = _integer(sigma, "sigma", 1, PARAM_LIMIT, "2^31")
-    return _fill(rng, _exact.discrete_gaussian, _empty(size, np.int64), s)
+    return _fill(rng, _exact.discrete_gaussian, _empty(size, np.int64) if out is None else out, s)
 
 
 def discrete_laplace(rng: np.random.Generator, scale: int, size: Size = None) -> np.ndarray:
@@ -195,16 +198,21 @@ class ExactNoise:
         return math.ldexp(1.0, math.frexp(value)[1] - 1 - GRID_BITS)
 
     def snap(self, value: Any, scale: float) -> np.ndarray:
-        """`value` rounded to the nearest multiple of γ = grid(scale) (ties to even; exact)."""
+        """`value` rounded to the nearest multiple of γ = grid(scale) (ties to even; exact;
+        `grid.snap`)."""
         gamma = self.grid(scale)
-        v = np.asarray(value, dtype=float)
-        # |v| ≥ 2^53 γ is already a multiple of γ (and v / γ might overflow).
-        large = np.abs(v) >= 2.0**53 * gamma
-        if v.ndim and not large.any():
-            return np.rint(v / gamma) * gamma
-        with np.errstate(over="ignore", invalid="ignore"):
-            snapped = np.rint(v / gamma) * gamma
-        return np.where(large, v, snapped)
+        v = np.array(value, dtype=float)
+        snap_all(v.reshape(-1), gamma)
+        return v
+
+    def release(self, value: Any, sigma: float) -> np.ndarray:
+        """`snap(value, σ) + gaussian(σ, shape)`, the grid found once: the discrete Gaussian
+        mechanism on the snapped value (CKS 2020, Thm 4)."""
+        s, gamma = self.integer_sigma(sigma)
+        v = np.array(value, dtype=float)
+        z = discrete_gaussian(self.rng, s, v.shape)
+        noisy_into(v.reshape(-1), gamma, gamma, z.reshape(-1).astype(float), v.reshape(-1))
+        return v
 
     def effective_sigma(self, sigma: float) -> float:
         """γ·⌈σ/γ⌉ ≥ σ: the standard deviation parameter `gaussian(sigma)` uses."""
@@ -224,7 +232,7 @@ class ExactNoise:
     def gaussian_sampler(self, sigma: float) -> Callable[[tuple[int, ...]], np.ndarray]:
         """`size ↦ gaussian(sigma, size)` for repeated draws at one σ: γ and the integer σ_Z
         found and checked once; the same draws and values."""
-        s, gamma = self._integer_sigma(sigma)
+        s, gamma = self.integer_sigma(sigma)
         rng, sampler = self.rng, _exact.discrete_gaussian
         return lambda size: gamma * _fill(rng, sampler, np.empty(size, dtype=np.int64), s)
 
@@ -237,14 +245,14 @@ class ExactNoise:
         draw."""
         if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
             raise ConfigError(f"dim = {dim!r} is not allowed; must be an integer >= 1")
-        s_d, gamma_d = self._integer_sigma(sigma_diagonal)
-        s_a, gamma_a = self._integer_sigma(sigma_above)
+        s_d, gamma_d = self.integer_sigma(sigma_diagonal)
+        s_a, gamma_a = self.integer_sigma(sigma_above)
         rng, sampler = self.rng, _exact.discrete_gaussian_symmetric
         return lambda count=None: _fill(
             rng, sampler, np.empty((dim, dim) if count is None else (count, dim, dim)),
             s_d, s_a, gamma_d, gamma_a)
 
-    def _integer_sigma(self, sigma: float) -> tuple[int, float]:
+    def integer_sigma(self, sigma: float) -> tuple[int, float]:
         """(σ_Z, γ): the checked integer σ_Z = ⌈σ/γ⌉ of `gaussian(sigma)` and its grid γ."""
         gamma = self.grid(sigma)
         return _integer(math.ceil(sigma / gamma), "sigma", 1, PARAM_LIMIT, "2^31"), gamma
@@ -378,9 +386,20 @@ def noise_for(accounting: str, rng: np.random.Generator) -> Noise:
 
 def inflate_for_snapping(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
     """Smallest grid σ' ≥ σ with σ'/(Δ + γ(σ')√dim) ≥ σ/Δ: keeps a calibration made for the
-    continuous mechanism (e.g. by RDP) valid for the snapped query."""
+    continuous mechanism (e.g. by RDP) valid for the snapped query. The compiled integer test
+    (`_exact.inflate`, exact_calibration.h) answers where its binary arithmetic reaches, the
+    Fraction loop (`inflate_by_fractions`) elsewhere: the same σ'."""
     if not noise.exact:
         return float(sigma)
+    if 0 < sensitivity < math.inf and 0 < sigma < math.inf:
+        compiled = _exact.inflate(float(sigma), float(sensitivity), dim)
+        if compiled is not None:
+            return compiled
+    return inflate_by_fractions(noise, sigma, sensitivity, dim)
+
+
+def inflate_by_fractions(noise: Noise, sigma: float, sensitivity: float, dim: int) -> float:
+    """`inflate_for_snapping` in exact rational arithmetic (`fractions.Fraction`)."""
     ratio = Fraction(sigma) / Fraction(sensitivity)
     value = noise.effective_sigma(sigma)
     for _ in range(_CALIBRATION_STEPS):

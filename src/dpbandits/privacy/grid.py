@@ -1,5 +1,6 @@
-"""Rounding to the grid of exact noise inside compiled kernels: what `ExactNoise.snap` does to
-one value (CKS 2020, Thm 4: the snapped value plus discrete noise on the same grid γ)."""
+"""The grid of exact noise in compiled kernels: rounding to it (`snap`, `snap_all`, what
+`ExactNoise.snap` does) and a release on it (CKS 2020, Thm 4: the snapped value plus discrete
+noise on the same grid γ)."""
 
 from __future__ import annotations
 
@@ -17,3 +18,20 @@ def snap(value: float, grid: float) -> float:
     if grid == 0.0 or not abs(value) < SNAP_LIMIT * grid:
         return value
     return np.rint(value / grid) * grid
+
+
+@jit
+def snap_all(values: np.ndarray, grid: float) -> None:
+    """Every entry of the 1-d array rounded to the grid γ in place (`snap`)."""
+    for i in range(values.shape[0]):
+        values[i] = snap(values[i], grid)
+
+
+@jit
+def noisy_into(value: np.ndarray, scale: float, grid: float, z: np.ndarray,
+               out: np.ndarray) -> None:
+    """A Gaussian release of `value`: out = value + scale·z with continuous noise (grid 0, z
+    standard normal, scale σ), or snap(value, γ) + γ·z with exact noise (z discrete Gaussian
+    integers of scale σ/γ, scale = grid = γ; CKS 2020, Thm 4)."""
+    for i in range(value.shape[0]):
+        out[i] = snap(value[i], grid) + scale * z[i]

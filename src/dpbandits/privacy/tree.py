@@ -12,7 +12,7 @@ from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
 from dpbandits.privacy.exact_noise import ExactNoise, Noise
-from dpbandits.privacy.grid import snap
+from dpbandits.privacy.grid import snap, snap_all
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
@@ -319,13 +319,6 @@ def cover_sums(index: np.ndarray, table: np.ndarray, out: np.ndarray) -> None:
 def advance(count: np.ndarray) -> None:
     """An empty leaf: the count moves on."""
     count[0] += 1
-
-
-@jit
-def snap_all(values: np.ndarray, grid: float) -> None:
-    """Every entry of the 1-d array rounded to the grid γ in place (`grid.snap`)."""
-    for i in range(values.shape[0]):
-        values[i] = snap(values[i], grid)
 
 
 @jit
