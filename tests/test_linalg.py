@@ -12,6 +12,7 @@ from dpbandits.linalg import (
     cholesky,
     cholesky_into,
     dot,
+    first_argmax,
     inverse_norm,
     lambda_min,
     log_det,
@@ -123,3 +124,10 @@ def test_smallest_eigenvalue_within_a_few_roundings_of_lapacks() -> None:
     assert smallest_eigenvalue(np.eye(n), np.empty((n, n)), np.empty(n), np.empty(n)) == 1.0
     assert lambda_min(np.array([[2.0, 1.0], [1.0, 2.0]])) == pytest.approx(1.0, rel=4 * U)
     assert np.isnan(lambda_min(np.array([[1.0, np.nan], [np.nan, 1.0]])))
+
+
+def test_first_argmax_is_numpys() -> None:
+    for values in ([1.0, 3.0, 3.0, 2.0], [-np.inf, -np.inf], [0.0, np.nan, 5.0, np.nan],
+                   [2.0]):
+        array = np.array(values)
+        assert first_argmax(array) == int(array.argmax())

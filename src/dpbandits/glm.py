@@ -270,12 +270,6 @@ def log_det_spd(A: np.ndarray) -> float:
     return log_det(factor)
 
 
-def logdet(A: np.ndarray) -> float:
-    """log det A via slogdet, −∞ when the sign is ≤ 0."""
-    sign, value = np.linalg.slogdet(A)
-    return float(value) if sign > 0 else -math.inf
-
-
 @jit
 def secular_root(weights: np.ndarray, eigs: np.ndarray, target: float, upper: float) -> float:
     """ν ∈ [0, upper] with Σ wᵢ/(eᵢ + ν)² = target, given Σ wᵢ/eᵢ² > target.

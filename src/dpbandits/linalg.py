@@ -107,6 +107,21 @@ def dot(x: np.ndarray, y: np.ndarray) -> float:
 
 
 @jit
+def first_argmax(scores: np.ndarray) -> int:
+    """numpy's argmax: the index of the first NaN, else of the first largest entry."""
+    best, index = scores[0], 0
+    if best != best:
+        return 0
+    for i in range(1, scores.shape[0]):
+        s = scores[i]
+        if s != s:
+            return i
+        if s > best:
+            best, index = s, i
+    return index
+
+
+@jit
 def inverse_norm(factor: np.ndarray, x: np.ndarray, work: np.ndarray) -> float:
     """‖x‖_{A⁻¹} = ‖L⁻¹x‖ (`work` holds L⁻¹x afterwards)."""
     solve_lower_into(factor, x, work)

@@ -81,13 +81,6 @@ def test_log_det_is_slogdets() -> None:
             assert rounds.log_det_positive(one, work) == -math.inf
 
 
-def test_first_argmax_is_numpys() -> None:
-    for values in ([1.0, 3.0, 3.0, 2.0], [-np.inf, -np.inf], [0.0, np.nan, 5.0, np.nan],
-                   [2.0]):
-        array = np.array(values)
-        assert rounds.first_argmax(array) == int(array.argmax())
-
-
 def test_the_decision_rule_eliminates_with_theta_w_then_plays_the_ucb_arm() -> None:
     """`ucb_arm` against the dense formulas of Alg. 2 lines 13–15 on random instances, with
     and without elimination (θ_w = 0 keeps every arm)."""

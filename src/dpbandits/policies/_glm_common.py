@@ -10,7 +10,7 @@ import numpy as np
 from dpbandits.errors import ConfigError
 from dpbandits.glm import quad_form
 from dpbandits.jit import jit
-from dpbandits.linalg import dot
+from dpbandits.linalg import dot, first_argmax
 from dpbandits.links import mean
 from dpbandits.params import number
 
@@ -27,21 +27,6 @@ def confidence_delta(delta: float | None) -> float:
 
 
 NEWTON_CAP = number("newton_cap", 10.0, "Newton iterates are kept in ‖θ‖ ≤ newton_cap·S", gt=0)
-
-
-@jit
-def first_argmax(scores: np.ndarray) -> int:
-    """numpy's argmax: the first NaN, else the first largest entry."""
-    best, index = scores[0], 0
-    if best != best:
-        return 0
-    for i in range(1, scores.shape[0]):
-        s = scores[i]
-        if s != s:
-            return i
-        if s > best:
-            best, index = s, i
-    return index
 
 
 @jit

@@ -19,7 +19,7 @@ import numpy as np
 
 from dpbandits.contract import OutcomeTables
 from dpbandits.jit import jit
-from dpbandits.linalg import cholesky_into, dot, log_det
+from dpbandits.linalg import cholesky_into, dot, first_argmax, log_det
 from dpbandits.links import mean_dot
 from dpbandits.policies.tables import pull
 from dpbandits.privacy.tree import (
@@ -116,18 +116,6 @@ def white_norms_into(arms: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
                 p += arms[i, k] * w[k, j]
             total += p * p
         out[i] = total
-
-
-@jit
-def first_argmax(values: np.ndarray) -> int:
-    """The index of the first largest value (of the first NaN, as numpy's argmax)."""
-    best = 0
-    for i in range(values.shape[0]):
-        if math.isnan(values[i]):
-            return i
-        if values[i] > values[best]:
-            best = i
-    return best
 
 
 @jit

@@ -21,13 +21,12 @@ from dpbandits.glm import (
     sherman_morrison,
 )
 from dpbandits.jit import jit
-from dpbandits.linalg import add_outer, dot
+from dpbandits.linalg import add_outer, dot, first_argmax
 from dpbandits.links import get_link, mean_dot
 from dpbandits.params import Declaration, boolean, choice, number
 from dpbandits.policies._glm_common import (
     NEWTON_CAP,
     confidence_delta,
-    first_argmax,
 )
 from dpbandits.policies.base import Policy
 from dpbandits.policies.tables import play_rounds, pull

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandits.jit import jit
-from dpbandits.linalg import dot
+from dpbandits.linalg import dot, project_ball_into
 from dpbandits.links import Link, mean
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
 from dpbandits.privacy.exact_noise import Noise
@@ -199,19 +199,10 @@ def replace_one_epsilon(fit: FitResult, *, engine: str = "fast") -> float:
                          target_epsilon=fit.epsilon, engine=engine)
 
 
-@jit
-def project_into(theta: np.ndarray, radius: float) -> None:
-    """θ ← its Euclidean projection onto {‖θ‖ ≤ radius}, in place."""
-    norm = math.sqrt(dot(theta, theta))
-    if not norm <= radius:
-        for j in range(theta.shape[0]):
-            theta[j] = theta[j] * (radius / norm)
-
-
 def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
     """Euclidean projection onto {‖θ‖ ≤ radius} (a new array)."""
     out = np.array(theta, dtype=float)
-    project_into(out, float(radius))
+    project_ball_into(out, float(radius))
     return out
 
 
@@ -235,7 +226,7 @@ def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, d
         for j in range(d):
             noisy = snap(g[j], grid) + noise[k - 1, j]
             theta[j] = theta[j] - rate * (noisy / denom + 2.0 * lam * theta[j])
-        project_into(theta, radius)
+        project_ball_into(theta, radius)
         if k > burn_in:
             for j in range(d):
                 mean_after[j] += theta[j]
