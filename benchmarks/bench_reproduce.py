@@ -1,7 +1,10 @@
 """Wall time, CPU time and shard compute of a whole `snakemake` run (paper scale or smoke).
 
 Runs `snakemake --profile workflow/profiles/default --cores N` from scratch into a temporary
-folder (a config overlay sets `results:` and `paper:` there), then reports: wall seconds, CPU
+folder (a config overlay sets `results:` and `paper:` there) with a fresh `DPBANDITS_CACHE`
+(`--kernels cold`: every kernel compiled in the run, as on a fresh clone; `--kernels warm`, the
+default: the compiled kernels copied in from the user's cache, compiled there first if
+missing, and nothing else cached), then reports: wall seconds, CPU
 seconds of all processes, shard compute (the trials' own wall time, summed over every shard),
 compute ÷ wall (how busy the cores were with simulation rather than start-up and scheduling,
 ≤ N) and the jobs run, per experiment and in total, with the CPU model; and, from the run's
@@ -10,15 +13,17 @@ benchmarks/results/bench_reproduce_<scale>.csv and, per algorithm entry, ..._by_
 (compare two code states entry by entry) and, per served job script, ..._served.csv.
 
     .venv/bin/python benchmarks/bench_reproduce.py [--scale paper|smoke] [--cores 2]
-        [--experiments glm_table2 ...]     (default: the default target, every synthetic one)
+        [--kernels warm|cold] [--experiments glm_table2 ...]  (default: every synthetic one)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -69,16 +74,33 @@ def per_experiment(compute: dict[tuple[str, str], tuple[int, float]]
     return {name: (int(n), s) for name, (n, s) in sorted(out.items())}
 
 
+def copy_compiled_kernels(config: Path, cores: int, cache: Path) -> None:
+    """The user's compiled kernels of this source version (compiled there first, for the
+    config's warm-up specs, if missing) copied into `cache`, which holds nothing else."""
+    from dpbandits import jit
+    from dpbandits.config import all_shards, load_config
+    from dpbandits.warm_up import compile_kernels, tiny_specs
+
+    shards = all_shards(load_config(config))
+    compile_kernels(tiny_specs([s.spec for exp in shards.values() for s in exp]), cores)
+    folder = jit.cache_folder()
+    shutil.copytree(folder, cache / folder.relative_to(jit.cache_root().parent))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=sorted(CONFIGS), default="paper")
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--kernels", choices=("warm", "cold"), default="warm")
     parser.add_argument("--experiments", nargs="+", default=[],
                         help="run only these experiments' summaries (default: everything)")
     args = parser.parse_args()
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="dpb-bench-") as tmp:
         work = Path(tmp)
+        cache = work / "cache"
+        if args.kernels == "warm":
+            copy_compiled_kernels(CONFIGS[args.scale], args.cores, cache)
         overlay = work / "bench.yaml"
         overlay.write_text(f"base: {CONFIGS[args.scale]}\nresults: {work}/results\n"
                            f"paper: {work}/paper\n")
@@ -88,7 +110,8 @@ def main() -> None:
                    "--configfile", str(overlay)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+        proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True,
+                              env={**os.environ, "DPBANDITS_CACHE": str(cache)})
         wall = time.perf_counter() - start
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
