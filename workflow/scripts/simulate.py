@@ -13,10 +13,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def preload() -> None:
-    """Import everything a shard may need (the runner, storage, every policy and generator), ask
-    git once for the commit its shards record, fingerprint the numerics once (the shared
-    cache's folder) and load the run's compiled kernels (`dpbandits.warm_up`)."""
+    """Import everything a shard may need (the runner, storage, every policy and generator,
+    scipy's solvers and special functions), ask git once for the commit its shards record,
+    fingerprint the numerics once (the shared cache's folder) and load the run's compiled
+    kernels (`dpbandits.warm_up`)."""
     import json
+
+    import scipy.optimize  # noqa: F401 - the calibrations' root finder, imported where used
+    import scipy.special  # noqa: F401
 
     import dpbandits.simulate  # noqa: F401
     from dpbandits import numerics, warm_up
