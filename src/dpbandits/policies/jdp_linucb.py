@@ -143,6 +143,8 @@ class JDPLinUCB(LinearPolicy):
 
     name = "JDP-LinUCB"
     plays_tables = True
+    decision_rule = staticmethod(jdp_arm)
+    update_rule = staticmethod(jdp_update)
     audits: ClassVar[tuple[PolicyAudit, ...]] = (PolicyAudit(
         name="JDP-LinUCB@context", policy=name, instance=SMALL_POOL, pair="context",
         arm_norms=UNIT_NORMS, rewards=(1.0, 0.0), default_runs=400),)
