@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 ENV = "DPBANDITS_WARM_UP"
 """Environment variable holding the tiny specs (JSON) the fork server loads."""
-WARM_HORIZON = 300
+WARM_HORIZON = 5000
 SYNTHETIC = ("glm_ball", "logistic_pool", "linear_sphere")  # replays need data not yet there
 
 
