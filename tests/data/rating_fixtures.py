@@ -223,3 +223,14 @@ def ml_latest_small_frame(n_users: int = 610, n_items: int = 9742, n_ratings: in
         "rating": np.concatenate(stars),
         "timestamp": np.concatenate(times),
     }).sort_values(["userId", "movieId"], kind="stable").reset_index(drop=True)
+
+
+def small_rating_log(name: str):
+    """A 120-user, 400-item, 6,000-rating ml-latest-small-shaped log as `build_log` stores it
+    (users arrive over the years, so its time order differs from its row order)."""
+    from dpbandits.data.ratings import RawRatings, build_log
+
+    frame = ml_latest_small_frame(n_users=120, n_items=400, n_ratings=6000, seed=3)
+    return build_log(name, RawRatings(
+        user=frame["userId"].to_numpy(), item=frame["movieId"].to_numpy(),
+        rating=frame["rating"].to_numpy(np.float32), time=frame["timestamp"].to_numpy()))

@@ -4,13 +4,12 @@ import h5py
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from rating_fixtures import ml_latest_small_frame
+from rating_fixtures import small_rating_log
 
 from dpbandits.data import DataError
 from dpbandits.data.biases import static_biases
 from dpbandits.data.fitting import parse_fit
 from dpbandits.data.online import build_online, refit_points
-from dpbandits.data.ratings import RawRatings, build_log
 from dpbandits.data.registry import check_data_config
 
 K = 4
@@ -19,10 +18,7 @@ SVD = {**check_data_config({})["svd"], "refit": 0.5, "refit_min": 500}
 
 @pytest.fixture(scope="module")
 def log():
-    frame = ml_latest_small_frame(n_users=120, n_items=400, n_ratings=6000, seed=3)
-    return build_log("ml-latest-small", RawRatings(
-        user=frame["userId"].to_numpy(), item=frame["movieId"].to_numpy(),
-        rating=frame["rating"].to_numpy(np.float32), time=frame["timestamp"].to_numpy()))
+    return small_rating_log("ml-latest-small")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "data"))
-from rating_fixtures import ml_latest_small_frame  # noqa: E402
+from rating_fixtures import small_rating_log  # noqa: E402
 
 from dpbandits.data import DataError
 from dpbandits.data.fitting import parse_fit
@@ -391,10 +391,7 @@ ONLINE_SVD = {**check_data_config({})["svd"], "refit": 0.5, "refit_min": 500}
 @pytest.fixture(scope="module")
 def timed_log():
     """An ml-latest-small-shaped log in time order (users arrive over the years)."""
-    frame = ml_latest_small_frame(n_users=120, n_items=400, n_ratings=6000, seed=3)
-    return build_log("toy", RawRatings(
-        user=frame["userId"].to_numpy(), item=frame["movieId"].to_numpy(),
-        rating=frame["rating"].to_numpy(np.float32), time=frame["timestamp"].to_numpy()))
+    return small_rating_log("toy")
 
 
 def write_online(folder, log, token="online", svd=ONLINE_SVD):
