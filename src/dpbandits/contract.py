@@ -141,6 +141,15 @@ class ReplayEnvironment:
         """Reward of the logged item at `step`."""
         raise NotImplementedError
 
+    def tables(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Steps start … min(stop, n_steps) − 1 at once: their arms (n, K, d), the logged
+        item's positions (n,) and rewards (n,), as `arms`, `logged_index` and `logged_reward`
+        give them step by step."""
+        steps = range(start, min(stop, self.n_steps))
+        return (np.array([self.arms(s) for s in steps], dtype=float),
+                np.array([self.logged_index(s) for s in steps], dtype=np.int64),
+                np.array([self.logged_reward(s) for s in steps], dtype=float))
+
     def exhausted(self, counted: int, steps: int) -> str:
         """The message for a log that ran out before `horizon` rounds were counted."""
         return (f"replay log exhausted: {counted} of horizon {self.horizon} rounds counted "

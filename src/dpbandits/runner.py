@@ -25,6 +25,8 @@ from dpbandits.data import DataError
 from dpbandits.errors import ConfigError
 from dpbandits.policies.base import BatchedPolicy, Policy
 
+REPLAY_BLOCK = 8192  # replay steps fetched and prepared at once
+
 
 def run_policy(policy: Policy, env: Environment) -> RunResult:
     """begin → the environment's loop → finish → ledger check; the run's trace and records."""
@@ -166,21 +168,28 @@ def _select_update_loop(policy: Policy, env: RoundEnvironment
 def _replay_loop(policy: Policy, env: ReplayEnvironment
                  ) -> tuple[np.ndarray, np.ndarray, None, dict[str, float]]:
     """Li et al. replay: select on every step, update only when the logged arm is picked,
-    until `horizon` rounds are counted; pseudo-regret is 0, the metric is the CTR."""
+    until `horizon` rounds are counted; pseudo-regret is 0, the metric is the CTR. The steps
+    come from the environment in blocks (`tables`), their arms prepared once per block."""
     horizon = env.horizon
     reward = np.empty(horizon)
     t = step = 0
+    select, update, prepare = policy.select, policy.update, policy.prepare_arms
     while t < horizon:
         if step >= env.n_steps:
             raise DataError(env.exhausted(t, step))
-        arms = policy.prepare_arms(env.arms(step))
-        index = int(policy.select(t, arms))
-        if index == env.logged_index(step):
-            r = env.logged_reward(step)
-            policy.update(t, arms[index], r)
-            reward[t] = r
-            t += 1
-        step += 1
+        block, logged, rewards = env.tables(step, step + REPLAY_BLOCK)
+        prepared = policy.prepare_table(block)
+        for s in range(len(logged)):
+            step += 1
+            arms = prepare(block[s]) if prepared is None else prepared[s]
+            index = int(select(t, arms))
+            if index == logged[s]:
+                r = float(rewards[s])
+                update(t, arms[index], r)
+                reward[t] = r
+                t += 1
+                if t == horizon:
+                    break
     extra = {"replay_steps": float(step), "accept_rate": horizon / step,
              "ctr": float(reward.mean())}
     return np.zeros(horizon), reward, None, extra

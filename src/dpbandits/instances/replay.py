@@ -354,7 +354,7 @@ def _percent(events: int, n: int) -> int:
 class RatingReplay(ReplayEnvironment):
     """One trial of a replay: step-indexed candidate sets drawn lazily in fixed-size chunks."""
 
-    n_steps: int = 0  # replay steps available (a plain attribute: the runner reads it per step)
+    n_steps: int = 0  # replay steps available
 
     def __init__(self, instance: ReplayInstance, trial: int) -> None:
         self.instance = instance
@@ -458,7 +458,7 @@ class RatingReplay(ReplayEnvironment):
         return self._features[1][offset]
 
     def tables(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Steps start … stop − 1 at once, for a compiled replay loop: the arms (n, K, d), the
+        """Steps start … stop − 1 at once, for the runner's replay loop: the arms (n, K, d), the
         logged item's position (n,) and its reward (n,), as `arms`, `logged_index` and
         `logged_reward` give them one step at a time."""
         stop = min(stop, self.n_steps)
