@@ -16,11 +16,18 @@ from dpbandits.glm import log_det_spd
 from dpbandits.instances.glm import GLMInstance
 from dpbandits.policies import get_policy_class, make_policy
 from dpbandits.policies.rs_glinucb import rs_lambda_t2
+from dpbandits.runner import run_policy
 
 
 @pytest.fixture(scope="module")
 def instance() -> GLMInstance:
     return GLMInstance("probit", 3, 20, 2.0, 1200, seed=109832)
+
+
+@pytest.fixture(scope="module")
+def figure_1b() -> GLMInstance:
+    """The instance of the Private-GLM paper's Figure 1(b) (docs/glm.md, "Instance generator")."""
+    return GLMInstance("probit", 5, 20, 3.0, 5000, seed=109832)
 
 
 def run_checked(policy, env, horizon):
@@ -55,6 +62,32 @@ def test_lambda_values() -> None:
     assert p.thr_w == pytest.approx(0.453054, abs=5e-7)
     c = make_policy("RS-GLinUCB", info, np.random.default_rng(0), variant="C")
     assert (c.lam, c.c_dbl, c.lambda_fit, c.alias_bug) == (0.5, 0.5, 1e-5, True)
+
+
+def test_ab8fd16_variant_is_the_initial_commits_code() -> None:
+    """λ = 0.5, c = 0.5, H_prev aliased, det switch, λ_fit = 1e-3: the RS-GLinUCB of the
+    Private-GLM authors' commit ab8fd16 (docs/glm.md, "RS-GLinUCB")."""
+    info = ProblemInfo("probit", 5, 20, 5000, 3.0, kappa=193.1841005125)
+    p = make_policy("RS-GLinUCB", info, np.random.default_rng(0), variant="ab8fd16")
+    assert (p.lam, p.c_dbl, p.lambda_fit) == (0.5, 0.5, 1e-3)
+    assert p.alias_bug and p.det_switch and p.h_divide_e and not p.exact_V_update
+    assert p.thr_w == pytest.approx(0.0115031, abs=5e-8)
+    c = make_policy("RS-GLinUCB", info, np.random.default_rng(0), variant="C")
+    assert (c.lambda_fit, c.det_switch) == (1e-5, False)  # the later commit d9c93e1
+
+
+def test_ab8fd16_warmup_rounds_are_the_authors(figure_1b: GLMInstance) -> None:
+    """Criterion I reads only the contexts and V, so the warm-up rounds on the Figure 1(b)
+    instance are those of the authors' code at the same λ: 477 rounds, the last at round 3091,
+    in their ab8fd16 code (λ = 0.5); 189 at λ = 51.81 (T2)."""
+    warm = {}
+    for variant in ("ab8fd16", "T2"):
+        p = make_policy("RS-GLinUCB", figure_1b.info, np.random.default_rng(0),
+                        variant=variant, solver="newton", delta=0.02)
+        run_policy(p, figure_1b.environment(0))
+        warm[variant] = p.events()["warmup_rounds"]
+    assert len(warm["ab8fd16"]) == 477 and warm["ab8fd16"][-1] == 3091
+    assert len(warm["T2"]) == 189
 
 
 def test_t2_switch_rule_and_no_aliasing(instance: GLMInstance) -> None:
@@ -187,6 +220,7 @@ CASES: list[dict[str, Any]] = [
     {"variant": "C"},
     {"variant": "SW"},
     {"variant": "paper"},
+    {"variant": "ab8fd16"},
     {"variant": "C", "running_max_logdet": True},
     {"solver": "newton", "strict_switch": True, "ucb_centre": "tau"},
     {"h_prev_init_zero": True, "h_divide_e": False, "c_dbl": 0.1},

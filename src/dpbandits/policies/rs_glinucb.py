@@ -31,7 +31,7 @@ from dpbandits.policies._glm_common import (
 from dpbandits.policies.base import Policy
 from dpbandits.policies.tables import play_rounds, pull
 
-VARIANTS = ("T2", "C", "SW", "paper")
+VARIANTS = ("T2", "C", "SW", "paper", "ab8fd16")
 
 # Settings each variant implies (docs/glm.md, "RS-GLinUCB"); every entry can be overridden by name.
 VARIANT_FLAGS: dict[str, dict[str, Any]] = {
@@ -48,7 +48,14 @@ VARIANT_FLAGS: dict[str, dict[str, Any]] = {
               "h_prev_init_zero": False, "det_switch": True, "strict_switch": True,
               "h_divide_e": True, "warmup_rule": "paper", "ucb_centre": "tau",
               "tau_includes_warmup": False},
+    "ab8fd16": {"c_dbl": 0.5, "alias_bug": True, "exact_V_update": False,
+                "h_prev_init_zero": False, "det_switch": True, "strict_switch": False,
+                "h_divide_e": True, "warmup_rule": "code", "ucb_centre": "mean",
+                "tau_includes_warmup": True},
 }
+
+# The fits' regulariser when `lambda_fit` is null (SW: λ/2).
+VARIANT_LAMBDA_FIT = {"T2": 1e-5, "C": 1e-5, "paper": 1e-5, "ab8fd16": 1e-3}
 
 
 def _float_or_none(value: float | None) -> float | None:
@@ -212,9 +219,9 @@ def rs_glinucb_rounds(tables: OutcomeTables, t: int, fit: FitArrays, state: RSSt
 class RSGLinUCB(Policy):
     """RS-GLinUCB with warm-up (Criterion I), elimination and determinant-doubling switches.
 
-    `variant` ∈ {T2 (default), C, SW, paper} fixes λ, the doubling constant, λ_fit and the quirk
-    flags (docs/glm.md, "RS-GLinUCB"); each is a hyper-parameter of its own (None = the variant's
-    value): `lam`, `c_dbl`, `lambda_fit`, `alias_bug` (after a switch H_prev *is* H_cur),
+    `variant` ∈ {T2 (default), C, SW, paper, ab8fd16} fixes λ, the doubling constant, λ_fit and
+    the quirk flags (docs/glm.md, "RS-GLinUCB"); each is a hyper-parameter of its own (None = the
+    variant's value): `lam`, `c_dbl`, `lambda_fit`, `alias_bug` (after a switch H_prev *is* H_cur),
     `exact_V_update` (V += xxᵀ instead of xxᵀ/(1+m)), `h_prev_init_zero`, `det_switch` (det
     instead of logdet), `strict_switch` (> instead of ≥), `h_divide_e` (H increment μ̇/e),
     `warmup_rule` ("code": 1/(0.01κR⁴S²d), "paper": 1/(γ²κR²)), `warmup_threshold` (a number
@@ -326,7 +333,7 @@ class RSGLinUCB(Policy):
         self.lam = lam
         lambda_fit = _float_or_none(p["lambda_fit"])
         if lambda_fit is None:
-            lambda_fit = lam / 2 if self.variant == "SW" else 1e-5
+            lambda_fit = lam / 2 if self.variant == "SW" else VARIANT_LAMBDA_FIT[self.variant]
         self.lambda_fit = lambda_fit
         gamma = _float_or_none(p["gamma"])
         self.gamma = rs_gamma(R, S, d, T, delta) if gamma is None else gamma
