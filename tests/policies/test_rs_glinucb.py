@@ -79,7 +79,7 @@ def test_ab8fd16_variant_is_the_initial_commits_code() -> None:
 def test_ab8fd16_warmup_rounds_are_the_authors(figure_1b: GLMInstance) -> None:
     """Criterion I reads only the contexts and V, so the warm-up rounds on the Figure 1(b)
     instance are those of the authors' code at the same λ: 477 rounds, the last at round 3091,
-    in their ab8fd16 code (λ = 0.5); 189 at λ = 51.81 (T2)."""
+    in their ab8fd16 code (λ = 0.5); T2's λ = 51.81 gives 189."""
     warm = {}
     for variant in ("ab8fd16", "T2"):
         p = make_policy("RS-GLinUCB", figure_1b.info, np.random.default_rng(0),
