@@ -282,9 +282,6 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         self.orders_used = orders
         self.release_name = "b batch increment (÷q after noise)"
         self.sigma = sigma * self.REWARD_SENSITIVITY  # σ_amp is calibrated for Δ = 1
-        self.epsilon_release = amp_epsilon(
-            self.q, sigma, self.delta, orders=orders, relation=self.relation,
-            conversion=self.params["conversion"])[0]
 
     def _calibrate(self, orders: tuple[int, ...]) -> tuple[float, int]:
         return amp_sigma(self.q, float(self.epsilon), float(self.delta), orders=orders,
