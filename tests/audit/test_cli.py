@@ -122,3 +122,21 @@ def test_unparsable_flag_exits_two(capsys: pytest.CaptureFixture) -> None:
         main(["audit", "laplace", "--eps", "abc", "--delta", "0"])
     assert info.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_release_checks_and_mutations_from_the_command_line(
+        tmp_path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["audit", "--release-checks"]) == 0
+    out, err = capsys.readouterr()
+    assert "0 violation(s)" in out and err == ""
+    path = tmp_path / "mutations.json"
+    assert main(["audit", "--mutations", "--out", str(path)]) == 0
+    out, _ = capsys.readouterr()
+    assert "Mutation score of the release checks: 20 / 20 weakenings caught" in out
+    assert path.read_text().count('"caught": true') == 20
+
+
+def test_a_name_with_release_checks_is_one_error_line(capsys: pytest.CaptureFixture) -> None:
+    assert main(["audit", "gaussian", "--mutations"]) != 0
+    _, err = capsys.readouterr()
+    assert len(err.strip().splitlines()) == 1 and "take no name" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from conftest import REPO, SMOKE_PAPER, SMOKE_RESULTS, run_snakemake
@@ -27,6 +28,24 @@ def test_audit_target_passes_with_its_controls_caught(tmp_path: Path) -> None:
     assert "| gaussian [control noise ×0.5] |" in (
         tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.md").read_text()
     assert "control caught: 1" in (tmp_path / SMOKE_RESULTS / "audit" / "verdict.txt").read_text()
+    checks = (tmp_path / SMOKE_RESULTS / "audit" / "release_checks.txt").read_text()
+    assert "0 violation(s)" in checks
+    md = (tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.md").read_text()
+    assert "Mutation score of the release checks: 20 / 20 weakenings caught" in md
+    assert "| AdaPrivate-TS-Amp | caught | caught | caught | caught | caught | 5 / 5 |" in md
+
+
+@pytest.mark.parametrize("weaken", ["AdaPrivate-TS: noise × 0.1",
+                                    "AdaPrivate-TS-Amp: reward clip removed",
+                                    "AdaPrivate-UCB: sensitivity ÷ 10"])
+def test_audit_target_fails_naming_the_release_when_a_policy_is_weakened(
+        tmp_path: Path, weaken: str) -> None:
+    code, log = _audit(tmp_path, {"select": ["gaussian"], "weaken": weaken})
+    assert code != 0
+    policy = weaken.split(":")[0]
+    assert "RELEASE CHECKS FAILED" in log and f"{policy} [strict]" in log, log[-3000:]
+    assert "release 'b batch increment" in log
+    assert not (tmp_path / SMOKE_RESULTS / "audit" / "release_checks.txt").exists()
 
 
 def test_audit_target_fails_when_a_control_gets_its_honest_noise_back(tmp_path: Path) -> None:
@@ -38,8 +57,12 @@ def test_audit_target_fails_when_a_control_gets_its_honest_noise_back(tmp_path: 
     assert not (tmp_path / SMOKE_RESULTS / "audit" / "verdict.txt").exists()
 
 
-def test_bad_overlay_is_one_error_line(tmp_path: Path) -> None:
-    code, log = _audit(tmp_path, {"select": ["nope"]})
+@pytest.mark.parametrize(("audit", "needle"), [
+    ({"select": ["nope"]}, "unknown audit(s) nope"),
+    ({"weaken": "AdaPrivate-TS: noise × 2"}, "mutation 'AdaPrivate-TS: noise × 2' is not allowed"),
+])
+def test_bad_overlay_is_one_error_line(tmp_path: Path, audit: dict, needle: str) -> None:
+    code, log = _audit(tmp_path, audit)
     assert code != 0
     lines = [line for line in log.splitlines() if "dpbandits: error" in line]
-    assert len(lines) == 1 and "unknown audit(s) nope" in lines[0], log[-2000:]
+    assert len(lines) == 1 and needle in lines[0], log[-2000:]

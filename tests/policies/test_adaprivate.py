@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpbandits.contract import ProblemInfo
-from dpbandits.errors import ConfigError
+from dpbandits.errors import ConfigError, PrivacyBudgetError
 from dpbandits.instances.registry import build_instance
 from dpbandits.linalg import cholesky, solve_lower_t
 from dpbandits.policies import make_policy
@@ -151,7 +151,8 @@ def test_amp_increment_is_unbiased_with_the_stated_variance() -> None:
     se_var = np.sqrt(((centred**4).mean(axis=0) - var**2) / n)
     assert np.all(np.abs(inc.mean(axis=0) - mean_target) < 5 * np.sqrt(var_target / n))
     assert np.all(np.abs(var - var_target) < 5 * se_var)
-    included = pol.events()["batch_rewards"]
+    assert "batch_rewards" not in pol.events()  # the Poisson sample stays secret
+    included = np.asarray(pol.batch_counts)
     assert abs(included.mean() - 4 * q) < 5 * np.sqrt(4 * q * (1 - q) / n)
 
 
@@ -243,11 +244,38 @@ def test_parallel_composition_reports_rho_not_k_rho() -> None:
     pol = make_policy("AdaPrivate-TS", inst.info, np.random.default_rng(0), **PRIVATE)
     pol.run(inst.environment(0))
     assert len(pol.ledger.entries) == 4  # ⌈1000/300⌉ batches, the last of 100 rounds
-    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-12)
     rho = rho_from_epsilon(1.0, DELTA)
     assert [e.partition for e in pol.ledger.entries] == [f"batch {k}" for k in range(1, 5)]
-    assert pol.ledger.rho_spent == pytest.approx(rho, rel=1e-12)
+    each = pol.ledger.entries[0].rho
+    assert all(e.rho == each for e in pol.ledger.entries)
+    assert pol.ledger.rho_spent == each  # one batch's ρ, not 4ρ
+    # strict: the ρ of the σ drawn, (1 + γ√d)²/(2σ²), a little below the planned ρ
+    assert rho * (1 - 1e-5) < each <= rho
+    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-5)
     assert pol.diagnostics()["n_releases"] == 4
+
+
+@pytest.mark.parametrize("name", ["AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-UCB"])
+@pytest.mark.parametrize("accounting", ["paper", "strict"])
+def test_ledger_prices_the_sigma_drawn_not_the_plan(name: str, accounting: str) -> None:
+    """Each entry states the σ the sampler used and the cost of that σ: a σ cut after
+    calibration shows in the ledger (ρ × 100, or the subsampled ε at σ/10), which then fails."""
+    info = ProblemInfo("linear", 3, 2, 40, 1.0)
+    costs = []
+    for cut in (1.0, 0.1):
+        pol = make_policy(name, info, np.random.default_rng(0), B=10, accounting=accounting,
+                          **PRIVATE)
+        pol.sigma *= cut
+        env = table_env(40, d=3, k=2)
+        if cut == 1.0 or accounting == "paper":
+            pol.run(env)  # the runner checks the ledger
+        else:
+            with pytest.raises(PrivacyBudgetError, match="overspent"):
+                pol.run(env)
+        entry = pol.ledger.entries[0]
+        assert entry.noise_scale == pol.noise.effective_sigma(pol.sigma)
+        costs.append(entry.rho if entry.rho is not None else entry.epsilon)
+    assert costs[1] > 10 * costs[0]
 
 
 def test_amp_is_infeasible_at_small_epsilon_unless_orders_extend() -> None:

@@ -1,4 +1,6 @@
-"""`dpbandits audit <name> [--eps E --delta D]`: empirical ε lower bound next to the claim.
+"""`dpbandits audit <name> [--eps E --delta D]`: empirical ε lower bound next to the claim;
+`dpbandits audit --release-checks` and `dpbandits audit --mutations`: the white-box release
+checks and the mutation harness (docs/audits.md).
 
 Prints the same as a row of the audit table: the claim, the lower bound with its
 Clopper–Pearson interval, the runs and the verdict. Exit 1 when an honest strict audit exceeds
@@ -18,8 +20,16 @@ ACCOUNTING_MODES = ("strict", "paper")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of the audit command (the name `list` prints the available audits)."""
-    parser.add_argument("name", help="mechanism or policy audit (e.g. Private-GLM@context-d2), "
-                                     "or 'list'")
+    parser.add_argument("name", nargs="?", default=None,
+                        help="mechanism or policy audit (e.g. Private-GLM@context-d2), or 'list'")
+    parser.add_argument("--release-checks", action="store_true",
+                        help="white-box release checks of every checked policy instead "
+                             "(docs/audits.md, \"Release checks\")")
+    parser.add_argument("--mutations", action="store_true",
+                        help="the mutation harness instead: every weakening of the catalogue, "
+                             "one at a time; exit 1 if one is not caught")
+    parser.add_argument("--out", default=None,
+                        help="--mutations: also write the results as JSON to this path")
     parser.add_argument("--eps", type=float, default=None,
                         help="claimed ε (> 0; default: the audit's point)")
     parser.add_argument("--delta", type=float, default=None,
@@ -57,6 +67,14 @@ def _options(items: list[str]) -> dict[str, int | float | str]:
 
 def main(args: argparse.Namespace) -> int:
     """Run the audit and print its row; exit 1 with one loud line if it fails."""
+    if args.release_checks or args.mutations:
+        if args.name is not None:
+            raise ConfigError(f"audit name {args.name!r} is not allowed with --release-checks "
+                              "or --mutations; they take no name")
+        return release_checks_main() if args.release_checks else mutations_main(args.out)
+    if args.name is None:
+        raise ConfigError("audit: a name (or 'list'), --release-checks or --mutations is "
+                          "required")
     from dpbandits.audit.registry import available, run_audit
 
     audits = available()
@@ -104,3 +122,31 @@ def main(args: argparse.Namespace) -> int:
     }
     print(messages[verdict])
     return 0
+
+
+def release_checks_main() -> int:
+    """Run the release checks; one line per violation on stderr and exit 1 if any."""
+    from dpbandits.audit.mutations import checks_with
+
+    report = checks_with(None)
+    print(f"release checks: {', '.join(report.policies)}; {report.pairs} neighbouring pairs, "
+          f"{report.releases} releases compared; {len(report.violations)} violation(s)")
+    for line in report.violations:
+        print(f"RELEASE CHECK FAILED: {line}", file=sys.stderr)
+    return 1 if report.violations else 0
+
+
+def mutations_main(out: str | None) -> int:
+    """Run the mutation harness; print the score and coverage; exit 1 if one survives."""
+    from dpbandits.audit.mutations import coverage_lines, run_mutations, write_results
+
+    results = run_mutations()
+    if out is not None:
+        write_results(out, results)
+    print("\n".join(coverage_lines(results)))
+    for r in results:
+        if r.caught:
+            print(f"caught: {r.policy}: {r.weakening}: {r.evidence}")
+        else:
+            print(f"MUTATION NOT CAUGHT: {r.policy}: {r.weakening}", file=sys.stderr)
+    return 0 if all(r.caught for r in results) else 1

@@ -246,8 +246,10 @@ def to_latex(df: pd.DataFrame, caption: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_audit_table(rows: list[dict[str, Any]], stem: str | Path) -> list[Path]:
-    """`stem.csv` (every field), `stem.md` and `stem.tex` (the display columns)."""
+def write_audit_table(rows: list[dict[str, Any]], stem: str | Path,
+                      mutations: list[str] | None = None) -> list[Path]:
+    """`stem.csv` (every field), `stem.md` and `stem.tex` (the display columns); the Markdown
+    ends with the mutation score and per-policy coverage lines when given."""
     stem = Path(stem)
     display = build_table(rows)
     level = f"{100 * rows[0]['confidence']:g}%" if rows else "95%"
@@ -255,7 +257,8 @@ def write_audit_table(rows: list[dict[str, Any]], stem: str | Path) -> list[Path
     paths = [stem.with_suffix(s) for s in (".csv", ".md", ".tex")]
     with atomic_output(paths[0]) as tmp:
         pd.DataFrame(rows).to_csv(tmp, index=False)
-    write_text_atomic(paths[1], to_markdown(display, caption))
+    extra = "\n" + "\n".join(mutations) + "\n" if mutations else ""
+    write_text_atomic(paths[1], to_markdown(display, caption) + extra)
     write_text_atomic(paths[2], to_latex(display, caption))
     return paths
 

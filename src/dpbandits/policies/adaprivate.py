@@ -29,6 +29,7 @@ from dpbandits.policies.linear_core import (
 )
 from dpbandits.policies.tables import pull
 from dpbandits.privacy.clipping import clip_reward
+from dpbandits.privacy.release import Drawn, release
 from dpbandits.privacy.subsampled import (
     EXTENDED_ORDERS,
     PAPER_ORDERS,
@@ -112,6 +113,10 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
     """Common mechanism of the AdaPrivate family; subclasses supply the action rule."""
 
     private = True
+    # ℓ2 sensitivity of one reward's term r·x of a batch increment: r ∈ [0, 1], ‖x‖ ≤ 1
+    # (AdaPrivate-TS privacy proof, Step 2).
+    REWARD_SENSITIVITY: ClassVar[float] = 1.0
+    release_name = "b batch increment"
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters,
         integer("B", 300, "batch length: b is released every B rounds", ge=1),
@@ -129,10 +134,11 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         # Group privacy (docs/ts.md, "Group privacy"): k events of one user cost k²ρ, so each
         # event gets ρ/k².
         self.rho = self.zcdp_setup() / self.group_size**2
-        self.sigma = gaussian_sigma(1.0, self.rho)
+        self.sigma = gaussian_sigma(self.REWARD_SENSITIVITY, self.rho)
         self.q: float | None = None
+        self._amp_costs: dict[float, float] = {}
         self.privacy_setup()
-        self.sigma = self.calibrate_release(self.sigma, 1.0)
+        self.sigma = self.calibrate_release(self.sigma, self.REWARD_SENSITIVITY)
         self.sigma_effective = self.sigma if self.q is None else (
             self.sigma / self.q if self.params.get("amp_rescale", True) else self.sigma)
         self.action_setup()
@@ -187,18 +193,17 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
 
     def release(self, t: int) -> None:
         """Release s̃_k = s_k + N(0, σ²I) and fold it into b (÷q for Amp); start the next batch."""
-        if self.noise.exact:
-            released = self.gaussian_release(self.s, self.sigma)
-            noise = released - self.s
-        else:
-            noise = self.sigma * self.noise_rng.standard_normal(self.d)
-            released = self.s + noise
+        released = release(
+            self.noise, self.ledger, self.s, name=self.release_name, mechanism="gaussian",
+            sensitivity=self.group_size * self.REWARD_SENSITIVITY, scale=self.sigma,
+            partition=f"batch {self.batch + 1}", note=self.release_note(t),
+            **self.release_accounting())
+        noise = released - self.s
         if self.q is not None and self.params.get("amp_rescale", True):
             released = released / self.q
             noise = noise / self.q
         self.b = self.b + released
         self.noise_total += noise
-        self.record_release(t)
         self.batch_ends.append(t + 1)
         self.batch_counts.append(self.in_batch)
         self.batch += 1
@@ -208,21 +213,28 @@ class BatchedPrivatePolicy(ZCDPMixin, LinearPolicy):
         self.theta_hat = self.ridge_mean()
         self.draw_inclusion()
 
-    def record_release(self, t: int) -> None:
-        """Each reward is in one batch increment (parallel composition, AdaPrivate-TS Thm. 1)."""
+    def release_note(self, t: int) -> str:
+        """The ledger note of the batch ending at round t."""
         k = self.group_size
         note = f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}"
         if k > 1:
             note += (f"; user level: up to {k} events of one user cost at most {k}^2 x the "
                      "per-event rho in all (sum of squares <= square of the sum)")
-        self.ledger.add(
-            "gaussian", "b batch increment", sensitivity=float(k), noise_scale=self.sigma,
-            rho=self.rho * k**2, partition=f"batch {self.batch + 1}", note=note,
-        )
+        return note
+
+    def release_accounting(self) -> dict[str, Any]:
+        """How the ledger prices a batch release: ρ = Δ'²/(2σ²) of the σ drawn (parallel
+        composition over batches, AdaPrivate-TS Thm. 1)."""
+        return {}
 
     def events(self) -> dict[str, np.ndarray]:
-        return {"batch_end": np.asarray(self.batch_ends, dtype=np.int64),
-                "batch_rewards": np.asarray(self.batch_counts, dtype=np.int64)}
+        """The batch ends (public), and the rewards in each increment unless Poisson sampling
+        chose them (Amp): that count would reveal the secret sample (docs/ts.md,
+        "AdaPrivate-TS-Amp and the subsampled Gaussian")."""
+        out = {"batch_end": np.asarray(self.batch_ends, dtype=np.int64)}
+        if self.q is None:
+            out["batch_rewards"] = np.asarray(self.batch_counts, dtype=np.int64)
+        return out
 
     def diagnostics(self) -> dict[str, float]:
         return {"rho": self.rho, "sigma": self.sigma, "sigma_effective": self.sigma_effective,
@@ -268,10 +280,8 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
             self.orders_extended = True
             sigma, self.alpha_star = self._calibrate(orders)
         self.orders_used = orders
-        self.sigma = sigma
-        self.epsilon_release = amp_epsilon(
-            self.q, sigma, self.delta, orders=orders, relation=self.relation,
-            conversion=self.params["conversion"])[0]
+        self.release_name = "b batch increment (÷q after noise)"
+        self.sigma = sigma * self.REWARD_SENSITIVITY  # σ_amp is calibrated for Δ = 1
 
     def _calibrate(self, orders: tuple[int, ...]) -> tuple[float, int]:
         return amp_sigma(self.q, float(self.epsilon), float(self.delta), orders=orders,
@@ -313,18 +323,28 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
                                     self.v_now, normals, self.s, self.include,
                                     self.batch_start, tables, t, stop)
 
-    def record_release(self, t: int) -> None:
+    def release_accounting(self) -> dict[str, Any]:
+        """Amp: the (ε, δ) of the Poisson-subsampled Gaussian (paper Eq. (15)) at the σ drawn,
+        per unit of the snapped release's sensitivity."""
         if self.q is None:
-            super().record_release(t)
-            return
-        self.ledger.add(
-            "poisson-subsampled-gaussian", "b batch increment (÷q after noise)",
-            sensitivity=1.0, noise_scale=self.sigma, epsilon=self.epsilon_release,
-            delta=self.delta, partition=f"batch {self.batch + 1}",
-            note=(f"batch {self.batch + 1}: rounds {self.batch_start + 1}-{t + 1}; q={self.q}; "
-                  f"RDP orders <= {max(self.orders_used)}, alpha*={self.alpha_star}; "
-                  f"{self.relation}"),
-        )
+            return {}
+        return {"ledger_mechanism": "poisson-subsampled-gaussian", "cost": self.amp_cost}
+
+    def release_note(self, t: int) -> str:
+        note = super().release_note(t)
+        if self.q is None:
+            return note
+        return (f"{note}; q={self.q}; RDP orders <= {max(self.orders_used)}, "
+                f"alpha*={self.alpha_star}; {self.relation}")
+
+    def amp_cost(self, drawn: Drawn) -> dict[str, float]:
+        """(ε, δ) of one subsampled release whose noise was drawn at σ for sensitivity Δ'."""
+        key = drawn.scale / drawn.sensitivity
+        if key not in self._amp_costs:
+            self._amp_costs[key] = amp_epsilon(
+                self.q, key, self.delta, orders=self.orders_used, relation=self.relation,
+                conversion=self.params["conversion"])[0]
+        return {"epsilon": self._amp_costs[key], "delta": self.delta}
 
     def diagnostics(self) -> dict[str, float]:
         out = super().diagnostics()

@@ -1,0 +1,174 @@
+"""The mutation harness: weaken one private release at a time and see the checks catch it.
+
+Each mutation patches the policy's own code for the duration of one run of its release checks
+(`release_checks.check_case`, strict accounting): a noise scale × 0.1, a clip removed, a
+declared sensitivity ÷ 10 (the noise calibrated for it), or noise drawn at × 0.1 while the
+ledger states the plan. A mutation is caught when the checks report a violation; the score is
+caught / total (docs/audits.md, "Mutation harness").
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+from dpbandits.atomic import write_text_atomic
+from dpbandits.audit.release_checks import CASES, CheckReport, PolicyCase, check_case
+from dpbandits.errors import ConfigError
+from dpbandits.policies import adaprivate, linear_core
+from dpbandits.privacy import release
+
+WEAKENINGS = ("noise × 0.1", "reward clip removed", "context clip removed",
+              "sensitivity ÷ 10", "ledger from the plan")
+
+
+@contextmanager
+def _noise_cut() -> Iterator[None]:
+    """Every calibrated σ of the policy × 0.1 (the release and its ledger see the cut)."""
+    calibrate = linear_core.LinearPolicy.calibrate_release
+
+    def cut(self: Any, sigma: float, sensitivity: float) -> float:
+        return 0.1 * calibrate(self, sigma, sensitivity)
+
+    with mock.patch.object(linear_core.LinearPolicy, "calibrate_release", cut):
+        yield
+
+
+@contextmanager
+def _reward_clip_removed() -> Iterator[None]:
+    """Rewards enter the statistics unclipped."""
+    with mock.patch.object(linear_core, "clip_reward", lambda r: r):
+        yield
+
+
+@contextmanager
+def _context_clip_removed() -> Iterator[None]:
+    """Arm features enter the statistics unclipped."""
+    with mock.patch.object(linear_core.LinearPolicy, "clips_contexts", property(lambda s: False)):
+        yield
+
+
+@contextmanager
+def _sensitivity_tenth() -> Iterator[None]:
+    """The reward's sensitivity declared ÷ 10 and the noise calibrated for it."""
+    with mock.patch.object(adaprivate.BatchedPrivatePolicy, "REWARD_SENSITIVITY", 0.1):
+        yield
+
+
+@contextmanager
+def _ledger_from_plan() -> Iterator[None]:
+    """The noise drawn at × 0.1 of the scale the release (and its ledger entry) states."""
+    draw = release.draw
+
+    def weak(noise: Any, statistic: Any, mechanism: str, scale: float) -> Any:
+        return draw(noise, statistic, mechanism, 0.1 * scale)
+
+    with mock.patch.object(release, "draw", weak):
+        yield
+
+
+PATCHES: dict[str, Callable[[], AbstractContextManager[None]]] = dict(
+    zip(WEAKENINGS, (_noise_cut, _reward_clip_removed, _context_clip_removed,
+                     _sensitivity_tenth, _ledger_from_plan), strict=True))
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One weakening of one policy's release."""
+
+    policy: str
+    weakening: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.policy}: {self.weakening}"
+
+
+@dataclass(frozen=True)
+class MutationResult:
+    """Whether the checks caught a mutation, and the first violation they reported."""
+
+    policy: str
+    weakening: str
+    caught: bool
+    pairs: int
+    evidence: str
+
+
+def catalogue(policies: list[str] | None = None) -> list[tuple[Mutation, PolicyCase]]:
+    """Every weakening of every checked policy (or of the named ones)."""
+    return [(Mutation(case.policy, w), case) for case in CASES
+            if policies is None or case.policy in policies for w in WEAKENINGS]
+
+
+def mutation_named(name: str) -> Mutation:
+    """The catalogue's mutation called `name` ("<policy>: <weakening>")."""
+    known = {m.name: m for m, _ in catalogue()}
+    if name not in known:
+        raise ConfigError(f"mutation {name!r} is not allowed; allowed: {', '.join(known)}")
+    return known[name]
+
+
+def checks_with(mutation: Mutation | None, modes: tuple[str, ...] = ("strict", "paper"),
+                seeds: int = 3) -> CheckReport:
+    """The release checks of every case in each mode, the mutated policy's with its
+    weakening applied (the snakemake target's negative control)."""
+    report = CheckReport()
+    for case in CASES:
+        for mode in modes:
+            if mutation is not None and case.policy == mutation.policy:
+                with PATCHES[mutation.weakening]():
+                    check_case(case, mode, seeds, report)
+            else:
+                check_case(case, mode, seeds, report)
+    return report
+
+
+def run_mutation(mutation: Mutation, case: PolicyCase, seeds: int = 1) -> MutationResult:
+    """The release checks of `case` (strict) with `mutation` applied."""
+    with PATCHES[mutation.weakening]():
+        report = check_case(case, "strict", seeds)
+    evidence = report.violations[0] if report.violations else ""
+    return MutationResult(mutation.policy, mutation.weakening, bool(report.violations),
+                          report.pairs, evidence)
+
+
+def run_mutations(policies: list[str] | None = None, seeds: int = 1) -> list[MutationResult]:
+    """Every mutation of the catalogue, one at a time."""
+    return [run_mutation(m, case, seeds) for m, case in catalogue(policies)]
+
+
+def score(results: list[MutationResult]) -> tuple[int, int]:
+    """(caught, total)."""
+    return sum(r.caught for r in results), len(results)
+
+
+def coverage_lines(results: list[MutationResult]) -> list[str]:
+    """The mutation score and one Markdown row per policy: caught / total per weakening."""
+    caught, total = score(results)
+    lines = [f"Mutation score of the release checks: {caught} / {total} weakenings caught "
+             "(strict accounting; docs/audits.md, \"Mutation harness\").", "",
+             "| policy | " + " | ".join(WEAKENINGS) + " | caught |",
+             "|---|" + "---|" * (len(WEAKENINGS) + 1)]
+    for policy in dict.fromkeys(r.policy for r in results):
+        mine = {r.weakening: r for r in results if r.policy == policy}
+        cells = [("caught" if mine[w].caught else "**MISSED**") if w in mine else ""
+                 for w in WEAKENINGS]
+        got = sum(r.caught for r in mine.values())
+        lines.append(f"| {policy} | " + " | ".join(cells) + f" | {got} / {len(mine)} |")
+    return lines
+
+
+def write_results(path: str | Path, results: list[MutationResult]) -> None:
+    """The results as JSON (atomically)."""
+    write_text_atomic(path, json.dumps([asdict(r) for r in results], indent=1) + "\n")
+
+
+def read_results(path: str | Path) -> list[MutationResult]:
+    """Results written by `write_results`."""
+    return [MutationResult(**row) for row in json.loads(Path(path).read_text())]

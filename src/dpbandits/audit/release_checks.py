@@ -1,0 +1,217 @@
+"""White-box release checks: neighbouring inputs through a private policy, release by release.
+
+Each pair runs the policy twice with the same seed: first on D0, recording every release
+(`privacy.release.recording`), then on D1 replaying D0's released values, so that both runs see
+the same outputs and differ only in the data. At every release the two pre-noise statistics
+must be no farther apart than the declared sensitivity (deterministic: one violation fails).
+The first run's records are also checked against its ledger (each entry prices the scale drawn)
+and against the noise they carry (the residuals released − statistic have the spread the
+ledger states). docs/audits.md, "Release checks".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dpbandits.contract import ProblemInfo
+from dpbandits.errors import PrivacyBudgetError
+from dpbandits.policies import make_policy
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.release import ReleaseRecord, gaussian_rho, laplace_epsilon, recording
+
+# Float sums of the two runs may round differently: a few ulps of the statistic's size.
+ROUNDING = 1e-9
+NOISE_FALSE_ALARM = 1e-6  # per tail and release name, of the residual spread test
+NOISE_MIN_COORDINATES = 20  # fewer pooled coordinates: the spread test has no power (skipped)
+EPSILON, DELTA = 1.0, 1e-5
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Neighbouring inputs: user t0's reward r0 vs r1, its arms' norms n0 vs n1."""
+
+    relation: str
+    t0: int
+    rewards: tuple[float, float]
+    norms: tuple[float, float] = (1.0, 1.0)
+
+    def label(self) -> str:
+        """One line naming the change."""
+        parts = [f"user {self.t0}'s reward {self.rewards[0]:g} vs {self.rewards[1]:g}"]
+        if self.norms != (1.0, 1.0):
+            parts.append(f"arm norms {self.norms[0]:g} vs {self.norms[1]:g}")
+        return f"{self.relation}: " + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class PolicyCase:
+    """A private policy on a small linear instance, with the neighbour relations it claims."""
+
+    policy: str
+    params: dict[str, float]
+    relations: tuple[str, ...]
+    d: int = 3
+    K: int = 4
+    horizon: int = 40
+
+
+# The TS family claims reward privacy only: contexts are public (A is never noised).
+CASES: tuple[PolicyCase, ...] = (
+    PolicyCase("AdaPrivate-TS", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-TS-Amp", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-TS-Adaptive", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
+)
+
+
+def pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
+    """(seed, pair), `seeds` rounds of every pair: every fourth user, a batch's last (9) and
+    the run's last; rewards at the clipping bounds, out of range, and with arms of norm 5."""
+    users = sorted({*range(0, case.horizon, 4), 9, case.horizon - 1})
+    kinds = [("reward", (0.0, 1.0), (1.0, 1.0)), ("reward", (-3.0, 4.0), (1.0, 1.0)),
+             ("reward", (0.0, 1.0), (5.0, 5.0))]
+    chosen = [Pair(relation, t0, rewards, norms) for relation, rewards, norms in kinds
+              if relation in case.relations for t0 in users]
+    # a seed of its own for every pair: the noise pooled by `noise_violations` is independent
+    return [(seed * len(chosen) + k, pair) for seed in range(seeds)
+            for k, pair in enumerate(chosen)]
+
+
+def instance(case: PolicyCase, pair: Pair, side: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(contexts (T, K, d) of unit norm, rewards (T, K) in [0, 1]) of side 0 or 1 of `pair`."""
+    g = np.random.default_rng([seed, 41])
+    arms = g.standard_normal((case.horizon, case.K, case.d))
+    arms /= np.linalg.norm(arms, axis=2, keepdims=True)
+    rewards = g.random((case.horizon, case.K))
+    arms[pair.t0] *= pair.norms[side]
+    rewards[pair.t0] = pair.rewards[side]
+    return arms, rewards
+
+
+def play(case: PolicyCase, accounting: str, arms: np.ndarray, rewards: np.ndarray, seed: int,
+         replay: list[ReleaseRecord] | None = None
+         ) -> tuple[list[ReleaseRecord], PrivacyLedger]:
+    """Every release of one run of the policy (round by round, `select`/`update`)."""
+    info = ProblemInfo("linear", case.d, case.K, case.horizon, 1.0)
+    policy = make_policy(case.policy, info, np.random.default_rng(seed), epsilon=EPSILON,
+                         delta=DELTA, accounting=accounting, **case.params)
+    with recording(replay) as recorder:
+        for t in range(case.horizon):
+            prepared = policy.prepare_arms(arms[t])
+            i = policy.select(t, prepared)
+            policy.update(t, prepared[i], float(rewards[t, i]))
+        policy.finish()
+    assert policy.ledger is not None
+    return recorder.records, policy.ledger
+
+
+def distance(a: np.ndarray, b: np.ndarray, norm: str) -> float:
+    """‖a − b‖ in the release's norm (ℓ1 or ℓ2)."""
+    diff = (np.asarray(a) - np.asarray(b)).ravel()
+    return float(np.abs(diff).sum() if norm == "l1" else np.sqrt(diff @ diff))
+
+
+def sensitivity_violations(where: str, first: list[ReleaseRecord],
+                           second: list[ReleaseRecord]) -> list[str]:
+    """Releases whose pre-noise statistics on D0 and D1 differ by more than declared."""
+    if [r.name for r in first] != [r.name for r in second]:
+        return [f"{where}: the neighbouring run made other releases "
+                f"({len(first)} vs {len(second)})"]
+    out = []
+    for a, b in zip(first, second, strict=True):
+        gap = distance(a.statistic, b.statistic, a.norm)
+        size = max(float(np.abs(a.statistic).sum()), float(np.abs(b.statistic).sum()))
+        if gap > a.sensitivity + ROUNDING * (1.0 + size):
+            out.append(f"{where}: release '{a.name}' #{a.index} ({a.partition}): pre-noise "
+                       f"statistics {gap:.6g} apart in {a.norm} > declared sensitivity "
+                       f"{a.sensitivity:.6g}")
+    return out
+
+
+def ledger_violations(where: str, records: list[ReleaseRecord],
+                      ledger: PrivacyLedger) -> list[str]:
+    """Entries that do not price the scale drawn, and a strict ledger over its budget."""
+    out = []
+    for r in records:
+        entry, drawn = r.entry, r.drawn
+        if entry is None:
+            continue
+        need = gaussian_rho(drawn) if drawn.mechanism == "gaussian" else laplace_epsilon(drawn)
+        stated = entry.rho if entry.rho is not None else entry.epsilon
+        priced = entry.noise_scale == drawn.scale and drawn.sensitivity >= r.sensitivity
+        if entry.mechanism == drawn.mechanism:  # a plain Gaussian or Laplace release
+            priced = priced and stated is not None and stated >= need * (1 - ROUNDING)
+        if not priced:
+            out.append(f"{where}: release '{r.name}' #{r.index}: ledger states noise "
+                       f"{entry.noise_scale:.6g} and cost {stated!r}; the noise drawn at "
+                       f"{drawn.scale:.6g} costs {need:.6g}")
+    try:
+        ledger.check()
+    except PrivacyBudgetError as exc:
+        worst = max(records, default=None,
+                    key=lambda r: (r.entry.rho or r.entry.epsilon or 0.0) if r.entry else 0.0)
+        name = f"release '{worst.name}' ({worst.partition})" if worst else "no release"
+        out.append(f"{where}: {exc}; costliest: {name}")
+    return out
+
+
+def noise_violations(where: str, records: Iterable[ReleaseRecord]) -> list[str]:
+    """Release names whose pooled noise (released − statistic) does not have the spread the
+    ledger states: Σ(e/σ)² against χ²_n (Gaussian), Σ|e|/b against Gamma(n) (Laplace),
+    each tail at NOISE_FALSE_ALARM."""
+    from scipy import stats
+
+    pooled: dict[tuple[str, str], list[np.ndarray]] = {}
+    for r in records:
+        if r.drawn.scale > 0:
+            residual = (r.released - r.statistic).ravel() / r.drawn.scale
+            pooled.setdefault((r.name, r.drawn.mechanism), []).append(residual)
+    out = []
+    for (name, mechanism), parts in pooled.items():
+        z = np.concatenate(parts)
+        n = z.size
+        if n < NOISE_MIN_COORDINATES:
+            continue
+        if mechanism == "gaussian":
+            value, law = float(z @ z), stats.chi2(n)
+            spread = math.sqrt(value / n)
+        else:
+            value, law = float(np.abs(z).sum()), stats.gamma(n)
+            spread = value / n
+        if not law.ppf(NOISE_FALSE_ALARM) <= value <= law.isf(NOISE_FALSE_ALARM):
+            out.append(f"{where}: release '{name}': the noise drawn has {spread:.4g} × the "
+                       f"scale its ledger states ({n} coordinates)")
+    return out
+
+
+@dataclass
+class CheckReport:
+    """What the release checks ran and every violation found."""
+
+    pairs: int = 0
+    releases: int = 0
+    policies: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+
+
+def check_case(case: PolicyCase, accounting: str = "strict", seeds: int = 3,
+               report: CheckReport | None = None) -> CheckReport:
+    """Every pair of `case` in one accounting mode; the report of what failed."""
+    report = report if report is not None else CheckReport()
+    report.policies.append(f"{case.policy} [{accounting}]")
+    drawn: list[ReleaseRecord] = []
+    for seed, pair in pairs(case, seeds):
+        where = f"{case.policy} [{accounting}] seed {seed}, {pair.label()}"
+        first, ledger = play(case, accounting, *instance(case, pair, 0, seed), seed)
+        second, _ = play(case, accounting, *instance(case, pair, 1, seed), seed, replay=first)
+        report.pairs += 1
+        report.releases += len(first)
+        report.violations += sensitivity_violations(where, first, second)
+        report.violations += ledger_violations(where, first, ledger)
+        drawn.extend(first)
+    report.violations += noise_violations(f"{case.policy} [{accounting}]", drawn)
+    return report

@@ -1,0 +1,154 @@
+"""One noisy release: draw the noise, write the ledger entry from the noise drawn, record it.
+
+`release` takes the statistic, its declared sensitivity, the mechanism and its scale. It draws
+the noise through the policy's `Noise` (exact discrete noise on the snapped statistic in strict
+mode, numpy's floats in paper mode; `exact_noise.py`), writes the ledger entry from the scale
+the sampler used and the sensitivity the snapped release has (never from a plan), and, inside
+`recording()`, keeps the pre-noise statistic for the release checks (docs/audits.md,
+"Release checks"). A recording that replays another run's released values returns those
+instead of the fresh draws, so that a neighbouring run sees the same outputs as the first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpbandits.errors import ConfigError
+from dpbandits.privacy.exact_noise import Noise
+from dpbandits.privacy.ledger import EVERY_RECORD, LedgerEntry, PrivacyLedger
+
+MECHANISMS = ("gaussian", "laplace")
+NORMS = {"gaussian": "l2", "laplace": "l1"}  # the norm each mechanism's sensitivity is in
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What a release's noise was drawn at: the scale the sampler used (σ or b, on its grid in
+    strict mode) and the sensitivity the release has after snapping (Δ' ≥ Δ)."""
+
+    mechanism: str
+    scale: float
+    sensitivity: float
+
+
+@dataclass(frozen=True)
+class ReleaseRecord:
+    """One release as the release checks see it."""
+
+    index: int
+    name: str
+    partition: str
+    statistic: np.ndarray
+    released: np.ndarray
+    sensitivity: float
+    norm: str
+    drawn: Drawn
+    entry: LedgerEntry | None
+
+
+@dataclass
+class ReleaseRecorder:
+    """Every release of a run, in order; with `replay`, the released values to hand back."""
+
+    replay: Sequence[ReleaseRecord] | None = None
+    records: list[ReleaseRecord] = field(default_factory=list)
+
+    def capture(self, record: ReleaseRecord) -> np.ndarray:
+        """Keep `record`; the value the policy receives (the replayed one when replaying)."""
+        self.records.append(record)
+        if self.replay is None:
+            return record.released
+        if record.index >= len(self.replay):
+            raise ConfigError(f"release {record.index} ({record.name!r}) has no counterpart in "
+                              f"the run replayed ({len(self.replay)} releases)")
+        return np.array(self.replay[record.index].released, dtype=float)
+
+
+_ACTIVE: list[ReleaseRecorder] = []
+
+
+@contextmanager
+def recording(replay: Sequence[ReleaseRecord] | None = None) -> Iterator[ReleaseRecorder]:
+    """Record every release made inside the block (audit mode); replay `replay`'s values."""
+    recorder = ReleaseRecorder(replay=replay)
+    _ACTIVE.append(recorder)
+    try:
+        yield recorder
+    finally:
+        _ACTIVE.remove(recorder)
+
+
+def drawn_for(noise: Noise, mechanism: str, scale: float, sensitivity: float,
+              dim: int) -> Drawn:
+    """The scale the sampler uses for `scale` and the snapped release's sensitivity:
+    Δ' = Δ + γ√dim (Gaussian) or Δ + γ·dim (Laplace) on the grid γ (CKS 2020, Thm 4)."""
+    if scale == 0:
+        return Drawn(mechanism, 0.0, float(sensitivity))
+    gamma = noise.grid(scale)
+    if mechanism == "gaussian":
+        return Drawn(mechanism, noise.effective_sigma(scale),
+                     sensitivity + gamma * math.sqrt(dim))
+    return Drawn(mechanism, noise.effective_scale(scale), sensitivity + gamma * dim)
+
+
+def gaussian_rho(drawn: Drawn) -> float:
+    """ρ = Δ'²/(2σ²) of a Gaussian release (Bun & Steinke 2016, Prop. 1.6; CKS 2020, Thm 4)."""
+    return math.inf if drawn.scale == 0 else drawn.sensitivity**2 / (2.0 * drawn.scale**2)
+
+
+def laplace_epsilon(drawn: Drawn) -> float:
+    """ε = Δ'/b of a Laplace release (Dwork & Roth 2014, Thm 3.6)."""
+    return math.inf if drawn.scale == 0 else drawn.sensitivity / drawn.scale
+
+
+def drawn_cost(drawn: Drawn) -> dict[str, float]:
+    """The ledger cost of a release from the noise it drew: ρ (Gaussian) or ε (Laplace)."""
+    if drawn.mechanism == "gaussian":
+        return {"rho": gaussian_rho(drawn)}
+    return {"epsilon": laplace_epsilon(drawn), "delta": 0.0}
+
+
+def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> np.ndarray:
+    """statistic + noise: the exact discrete mechanism on the snapped statistic (strict) or
+    numpy's float draws (paper); scale 0 adds nothing."""
+    if scale == 0:
+        return statistic.copy()
+    if mechanism == "gaussian":
+        if noise.exact:
+            return noise.release(statistic, scale)  # type: ignore[attr-defined]
+        return statistic + noise.gaussian(scale, statistic.shape)
+    if noise.exact:
+        return noise.snap(statistic, scale) + noise.laplace(scale, statistic.shape)
+    return statistic + noise.laplace(scale, statistic.shape)
+
+
+def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
+            mechanism: str, sensitivity: float, scale: float,
+            partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
+            cost: Callable[[Drawn], dict[str, float]] = drawn_cost) -> np.ndarray:
+    """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
+    the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn."""
+    if mechanism not in MECHANISMS:
+        raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
+                          f"{', '.join(MECHANISMS)}")
+    value = np.array(statistic, dtype=float)
+    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(value.size, 1))
+    released = draw(noise, value, mechanism, scale)
+    entry = None
+    if ledger is not None:
+        entry = ledger.add(ledger_mechanism or mechanism, name, sensitivity=float(sensitivity),
+                           noise_scale=drawn.scale, partition=partition, note=note,
+                           **cost(drawn))
+    if not _ACTIVE:
+        return released
+    recorder = _ACTIVE[-1]
+    return recorder.capture(ReleaseRecord(
+        index=len(recorder.records), name=name, partition=partition, statistic=value,
+        released=released, sensitivity=float(sensitivity), norm=NORMS[mechanism],
+        drawn=drawn, entry=entry))

@@ -1,0 +1,70 @@
+"""White-box release checks: each check fails on the violation it exists for, and the TS
+family passes them unweakened."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dpbandits.audit.release_checks import (
+    CASES,
+    check_case,
+    ledger_violations,
+    noise_violations,
+    sensitivity_violations,
+)
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.release import Drawn, ReleaseRecord, gaussian_rho
+
+
+def record(statistic, released=None, *, index=0, sensitivity=1.0, scale=2.0, entry=None,
+           name="s") -> ReleaseRecord:
+    statistic = np.asarray(statistic, dtype=float)
+    return ReleaseRecord(index, name, "batch 1", statistic,
+                         statistic if released is None else np.asarray(released, dtype=float),
+                         sensitivity, "l2", Drawn("gaussian", scale, sensitivity), entry)
+
+
+def test_a_gap_above_the_declared_sensitivity_is_one_violation_naming_the_release() -> None:
+    a = [record([0.0, 0.0]), record([5.0, 5.0], index=1)]
+    assert sensitivity_violations("p", a, [record([0.6, 0.8]), record([5.0, 5.0], index=1)]) == []
+    (line,) = sensitivity_violations("p", a, [record([0.6, 0.81]), record([5, 5], index=1)])
+    assert "release 's' #0 (batch 1)" in line and "> declared sensitivity 1" in line
+    assert "other releases" in sensitivity_violations("p", a, a[:1])[0]
+
+
+def test_a_ledger_entry_that_does_not_price_the_noise_drawn_is_a_violation() -> None:
+    ledger = PrivacyLedger(100.0, 1e-5)
+    honest = ledger.add("gaussian", "s", sensitivity=1.0, noise_scale=2.0,
+                        rho=gaussian_rho(Drawn("gaussian", 2.0, 1.0)))
+    assert ledger_violations("p", [record([0.0], entry=honest)], ledger) == []
+    plan = ledger.add("gaussian", "s", sensitivity=1.0, noise_scale=2.0, rho=0.125)
+    (line,) = ledger_violations("p", [record([0.0], entry=plan, scale=0.2)], ledger)
+    assert "ledger states noise 2" in line and "drawn at 0.2" in line
+    cheap = ledger.add("gaussian", "s", sensitivity=1.0, noise_scale=2.0, rho=0.01)
+    assert len(ledger_violations("p", [record([0.0], entry=cheap)], ledger)) == 1
+
+
+def test_an_overspent_strict_ledger_names_its_costliest_release() -> None:
+    ledger = PrivacyLedger(1.0, 1e-5)
+    entry = ledger.add("gaussian", "s", sensitivity=1.0, noise_scale=0.1, rho=50.0)
+    (line,) = ledger_violations("p", [record([0.0], entry=entry, scale=0.1, name="b")], ledger)
+    assert "overspent" in line and "costliest: release 'b' (batch 1)" in line
+
+
+def test_noise_with_a_tenth_of_the_stated_scale_is_caught_and_honest_noise_passes() -> None:
+    g = np.random.default_rng(0)
+    stats = np.zeros((30, 3))
+    honest = [record(s, s + 2.0 * g.standard_normal(3), index=i) for i, s in enumerate(stats)]
+    weak = [record(s, s + 0.2 * g.standard_normal(3), index=i) for i, s in enumerate(stats)]
+    assert noise_violations("p", honest) == []
+    (line,) = noise_violations("p", weak)
+    assert "release 's'" in line and "90 coordinates" in line
+    assert noise_violations("p", weak[:6]) == []  # 18 coordinates: too few to test
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.policy)
+def test_the_ts_family_passes_its_release_checks(case) -> None:
+    report = check_case(case, "strict", seeds=1)
+    assert report.violations == []
+    assert report.pairs == 36 and report.releases == 4 * 36

@@ -1,0 +1,154 @@
+"""`privacy.release`: one function draws every TS-family release, prices the noise drawn and
+records the pre-noise statistic; strict releases draw exact discrete noise only."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from dpbandits.contract import ProblemInfo
+from dpbandits.errors import ConfigError
+from dpbandits.policies import make_policy
+from dpbandits.privacy import exact_noise
+from dpbandits.privacy.exact_noise import ExactNoise, NumpyNoise
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.release import recording, release
+
+STAT = np.array([0.25, -1.5, 3.0])
+
+
+def _release(noise, ledger=None, mechanism="gaussian", scale=2.0, sensitivity=1.0):
+    return release(noise, ledger, STAT, name="s", mechanism=mechanism,
+                   sensitivity=sensitivity, scale=scale)
+
+
+def test_strict_gaussian_is_the_exact_mechanism_and_its_ledger_prices_the_sigma_drawn() -> None:
+    ledger = PrivacyLedger(1.0, 1e-5)
+    noise = ExactNoise(np.random.default_rng(5))
+    out = _release(noise, ledger, scale=2.1)
+    twin = ExactNoise(np.random.default_rng(5))
+    np.testing.assert_array_equal(out, twin.release(STAT, 2.1))  # the same draws, bit for bit
+    (entry,) = ledger.entries
+    sigma, gamma = noise.effective_sigma(2.1), noise.grid(2.1)
+    assert entry.noise_scale == sigma > 2.1  # on the grid, above the σ asked for
+    assert entry.rho == (1.0 + gamma * math.sqrt(3)) ** 2 / (2 * sigma**2)
+
+
+def test_paper_gaussian_is_numpys_draw_bit_for_bit() -> None:
+    out = _release(NumpyNoise(np.random.default_rng(5)))
+    z = np.random.default_rng(5).standard_normal(3)
+    np.testing.assert_array_equal(out, STAT + 2.0 * z)  # the TS family's former draw
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_laplace_prices_epsilon_of_the_scale_drawn(exact: bool) -> None:
+    ledger = PrivacyLedger(10.0, 0.0)
+    noise = (ExactNoise if exact else NumpyNoise)(np.random.default_rng(1))
+    _release(noise, ledger, "laplace", scale=0.5)
+    (entry,) = ledger.entries
+    b = noise.effective_scale(0.5)
+    assert entry.noise_scale == b and entry.delta == 0.0
+    assert entry.epsilon == (1.0 + noise.grid(0.5) * 3) / b
+
+
+def test_recording_keeps_the_statistic_and_a_replay_returns_the_first_runs_values() -> None:
+    with recording() as first:
+        out = _release(ExactNoise(np.random.default_rng(2)))
+    (record,) = first.records
+    np.testing.assert_array_equal(record.statistic, STAT)
+    np.testing.assert_array_equal(record.released, out)
+    assert (record.norm, record.sensitivity) == ("l2", 1.0)
+    with recording(first.records) as second:
+        again = release(ExactNoise(np.random.default_rng(9)), None, STAT + 1, name="s",
+                        mechanism="gaussian", sensitivity=1.0, scale=2.0)
+    np.testing.assert_array_equal(again, out)
+    np.testing.assert_array_equal(second.records[0].statistic, STAT + 1)
+    with recording(first.records), pytest.raises(ConfigError, match="no counterpart"):
+        for _ in range(2):
+            _release(ExactNoise(np.random.default_rng(9)))
+    assert _release(ExactNoise(np.random.default_rng(2))) is not None  # nothing left recording
+
+
+def test_bad_mechanism_is_one_error_line() -> None:
+    with pytest.raises(ConfigError, match="mechanism = 'cauchy' is not allowed; allowed: "
+                                          "gaussian, laplace"):
+        _release(ExactNoise(np.random.default_rng(0)), mechanism="cauchy")
+
+
+class NoFloatNoise(np.random.Generator):
+    """A generator whose float samplers fail: the exact samplers use only its bit generator."""
+
+    def _refuse(self, *args, **kwargs):
+        raise AssertionError("float noise drawn")
+
+    normal = standard_normal = laplace = gamma = random = _refuse
+
+
+def _run(name: str, accounting: str, refuse_floats: bool = True) -> list:
+    """The releases of a 30-round run (B = 10), its noise generator refusing float draws."""
+    info = ProblemInfo("linear", 3, 2, 30, 1.0)
+    pol = make_policy(name, info, np.random.default_rng(0), epsilon=1.0, delta=1e-5,
+                      accounting=accounting, B=10)
+    if refuse_floats:
+        pol.noise.rng = pol.noise_rng = NoFloatNoise(pol.noise_rng.bit_generator)
+    g = np.random.default_rng(1)
+    with recording() as recorder:
+        for t in range(30):
+            arms = pol.prepare_arms(g.standard_normal((2, 3)))
+            i = pol.select(t, arms)
+            pol.update(t, arms[i], float(g.random()))
+    return recorder.records
+
+
+def _on_grid(records: list) -> bool:
+    """Every released coordinate a multiple of its release's grid γ (snapped + γ·Z)."""
+    grid = ExactNoise(np.random.default_rng(0)).grid
+    return all(np.array_equal(np.round(r.released / grid(r.drawn.scale)),
+                              r.released / grid(r.drawn.scale)) for r in records)
+
+
+@pytest.mark.parametrize("name", ["AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-UCB"])
+def test_strict_runs_draw_no_float_noise_and_every_release_is_on_the_exact_grid(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
+                                  for k in dir(exact_noise._exact) if not k.startswith("__")})
+    sampler = counting.discrete_gaussian
+
+    def count(*args):
+        calls[0] += 1
+        return sampler(*args)
+
+    counting.discrete_gaussian = count
+    monkeypatch.setattr(exact_noise, "_exact", counting)
+    records = _run(name, "strict")
+    assert len(records) == 3 and calls[0] == 3  # one exact draw per release
+    assert _on_grid(records)
+    with pytest.raises(AssertionError, match="float noise drawn"):  # the spy sees float draws
+        _run(name, "paper")
+    assert not _on_grid(_run(name, "paper", refuse_floats=False))
+
+
+def test_the_ts_release_audit_and_strict_runs_call_the_same_sampler(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The mechanism audit `ts-release` drives the policy's own release: every draw it makes
+    is `privacy.release.draw` with exact noise, as in a strict run."""
+    from dpbandits.audit.mechanisms import ts_release
+    from dpbandits.privacy import release as module
+
+    seen: list[str] = []
+    draw = module.draw
+
+    def spy(noise, statistic, mechanism, scale):
+        seen.append(type(noise).__name__)
+        return draw(noise, statistic, mechanism, scale)
+
+    monkeypatch.setattr(module, "draw", spy)
+    ts_release(4.0, 0.02, 5, np.random.default_rng(0), accounting="strict")
+    assert len(seen) == 2 * 5 and set(seen) == {"ExactNoise"}
+    seen.clear()
+    _run("AdaPrivate-TS", "strict")
+    assert set(seen) == {"ExactNoise"} and len(seen) == 3
