@@ -54,6 +54,7 @@ MECHANISM_PLAN: tuple[MechanismPoint, ...] = (
     MechanismPoint("tree", 4.0, 0.02, 50_000, modes=("strict", "paper")),
     MechanismPoint("tree", 4.0, 0.02, 30_000, modes=("strict", "paper"),
                    options=(("cover", "ab8fd16"),)),
+    MechanismPoint("counter", 4.0, 0.02, 50_000),
     MechanismPoint("ts-release", 4.0, 0.02, 50_000, modes=("strict", "paper")),
     MechanismPoint("ts-release-amp", 4.0, 0.02, 50_000, modes=("strict", "paper"),
                    control_scale=0.25,
