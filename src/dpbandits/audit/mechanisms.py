@@ -46,12 +46,11 @@ def _require_positive_delta(delta: float, mechanism: str) -> None:
         raise ConfigError(f"delta = {delta!r} is not allowed for {mechanism}; must be > 0")
 
 
-def _strict_policy(name: str, rng: np.random.Generator, epsilon: float, delta: float,
-                   dim: int = 1) -> Any:
-    """A strict `name` policy on a small linear problem, seeded from `rng`."""
+def _strict_policy(name: str, rng: np.random.Generator, epsilon: float, delta: float) -> Any:
+    """A strict `name` policy on a one-dimensional linear problem, seeded from `rng`."""
     from dpbandits.policies import get_policy_class
 
-    problem = ProblemInfo(family="linear", d=dim, K=2, horizon=4, S=1.0)
+    problem = ProblemInfo(family="linear", d=1, K=2, horizon=4, S=1.0)
     return get_policy_class(name)(problem, np.random.default_rng(rng.integers(0, 2**63 - 1)),
                                   epsilon=epsilon, delta=delta, accounting="strict")
 
