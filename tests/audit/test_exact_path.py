@@ -21,7 +21,7 @@ from dpbandits.privacy import _exact, dpsgd, tree
 from dpbandits.privacy.exact_noise import ExactNoise
 
 WEAKENING = 0.1
-POINTS = {f"{p.name}{''.join(f'~{k}{v}' for k, v in p.options)}": p for p in MECHANISM_PLAN}
+POINTS = {p.key: p for p in MECHANISM_PLAN}
 # Runs per input: enough for a 10× weaker noise to put the bound near the attainable one.
 RUNS = {"tree": 5_000, "counter": 5_000, "ts-release": 5_000, "ts-release-amp": 5_000,
         "dpsgd": 2_000, "shuffle-laplace~n1000": 5_000, "shuffle-laplace~n50": 20_000}
