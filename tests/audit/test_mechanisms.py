@@ -9,10 +9,10 @@ from dpbandits.audit.table import MECHANISM_PLAN, MechanismPoint
 from dpbandits.errors import ConfigError
 
 MECHANISMS = [name for name, spec in available().items() if spec.kind == "mechanism"]
-POINTS = {f"{p.name}{''.join(f'~{k}{v}' for k, v in p.options)}": p for p in MECHANISM_PLAN}
+POINTS = {p.key: p for p in MECHANISM_PLAN}
 # Runs per input for the unit tests where the planned runs take seconds: still enough for the
 # planned control to be caught with a margin of ≥ 3 standard deviations of the bound.
-FAST_RUNS = {"tree": 20_000, "ts-release": 20_000, "ts-release-amp": 20_000,
+FAST_RUNS = {"tree": 20_000, "counter": 20_000, "ts-release": 20_000, "ts-release-amp": 20_000,
              "vector-sum": 20_000, "dpsgd": 5_000}
 
 

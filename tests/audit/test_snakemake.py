@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pandas as pd
@@ -66,3 +67,39 @@ def test_bad_overlay_is_one_error_line(tmp_path: Path, audit: dict, needle: str)
     assert code != 0
     lines = [line for line in log.splitlines() if "dpbandits: error" in line]
     assert len(lines) == 1 and needle in lines[0], log[-2000:]
+
+
+# Loaded by every Python process of the run (sitecustomize): Private-GLM's strict tree-node σ
+# (`tree_calibration`, where it is defined and where the policy imported it) cut 10×.
+WEAKEN_TREES = """
+from dpbandits.policies import private_glm
+from dpbandits.privacy import tree
+
+_calibration = tree.tree_calibration
+
+
+def _weakened(*args, **kwargs):
+    sigma, sensitivity = _calibration(*args, **kwargs)
+    return 0.1 * sigma, sensitivity
+
+
+tree.tree_calibration = private_glm.tree_calibration = _weakened
+"""
+
+
+@pytest.mark.parametrize("weakened", [False, True])
+def test_audit_target_names_the_tree_when_its_strict_noise_is_cut_tenfold(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, weakened: bool) -> None:
+    if weakened:
+        hook = tmp_path / "hook"
+        hook.mkdir()
+        (hook / "sitecustomize.py").write_text(WEAKEN_TREES)
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+            p for p in (str(hook), os.environ.get("PYTHONPATH")) if p))
+    code, log = _audit(tmp_path, {"select": ["tree"], "runs_scale": 0.1,
+                                  "control_noise_scale": 0.1})
+    failed = "AUDIT FAILED: EXCEEDS CLAIM: tree [strict] empirical ε ≥" in log
+    assert (code != 0, failed) == (weakened, weakened), log[-3000:]
+    table = pd.read_csv(tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.csv")
+    strict = table[(table["key"] == "tree~strict")].iloc[0]
+    assert strict["verdict"] == ("EXCEEDS CLAIM" if weakened else "ok")

@@ -10,6 +10,10 @@ Default audit points (ε, δ) are where a control's true ε clearly exceeds the 
 zCDP conversion leaves an honest Gaussian at ≈ 0.64 of its claim at (4, 0.02) and halving σ
 puts it at ≈ 1.7 times the claim, visible with 5·10⁴ runs; at δ = 10⁻⁵ the same needs
 ≳ 10⁷ runs (the informative tail events have probability ≈ δ).
+
+Strict rows run the code strict runs run: the exact discrete samplers (`ExactNoise`, CKS 2020)
+behind the policies' own calibration and release functions, looked up at call time, so that a
+scale changed in the strict code path changes the audited mechanism too (docs/audits.md).
 """
 
 from __future__ import annotations
@@ -17,14 +21,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from dpbandits.audit.spec import AuditSamples, AuditSpec
+from dpbandits.contract import ProblemInfo
 from dpbandits.errors import ConfigError
-from dpbandits.privacy.laplace import laplace_noise, laplace_scale
+from dpbandits.privacy import tree as tree_module
+from dpbandits.privacy.exact_noise import noise_for
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 if TYPE_CHECKING:
@@ -40,53 +46,86 @@ def _require_positive_delta(delta: float, mechanism: str) -> None:
         raise ConfigError(f"delta = {delta!r} is not allowed for {mechanism}; must be > 0")
 
 
+def _strict_policy(name: str, rng: np.random.Generator, epsilon: float, delta: float) -> Any:
+    """A strict `name` policy on a one-dimensional linear problem, seeded from `rng`."""
+    from dpbandits.policies import get_policy_class
+
+    problem = ProblemInfo(family="linear", d=1, K=2, horizon=4, S=1.0)
+    return get_policy_class(name)(problem, np.random.default_rng(rng.integers(0, 2**63 - 1)),
+                                  epsilon=epsilon, delta=delta, accounting="strict")
+
+
+GAUSSIAN_POLICY = "RarelySwitching-zCDP"  # its b increments: the linear policies' release path
+
+
 def gaussian(
     epsilon: float, delta: float, runs: int, rng: np.random.Generator, *, noise_scale: float = 1.0
 ) -> AuditSamples:
-    """f(D0) = 0, f(D1) = Δ = 1 (ℓ2 sensitivity); output f(D) + N(0, σ²) (Bun–Steinke Prop 1.6)."""
+    """f(D0) = 0, f(D1) = Δ = 1 (ℓ2 sensitivity) through a strict linear policy's
+    `calibrate_release(Δ/√(2ρ), Δ)` and `gaussian_release`: the discrete Gaussian mechanism
+    on the snapped value (CKS 2020, Thm 4; ρ by Bun–Steinke Prop 1.6)."""
     _require_positive_delta(delta, "the Gaussian mechanism")
-    sigma = gaussian_sigma(1.0, rho_from_epsilon(epsilon, delta)) * noise_scale
+    policy = _strict_policy(GAUSSIAN_POLICY, rng, epsilon, delta)
+    sigma = policy.calibrate_release(gaussian_sigma(1.0, rho_from_epsilon(epsilon, delta)), 1.0)
+    sigma *= noise_scale
     return AuditSamples(
-        scores0=rng.normal(0.0, sigma, runs),
-        scores1=1.0 + rng.normal(0.0, sigma, runs),
+        scores0=policy.gaussian_release(np.zeros(runs), sigma),
+        scores1=policy.gaussian_release(np.ones(runs), sigma),
         claimed_epsilon=epsilon,
         delta=delta,
         pair="f(D0) = 0, f(D1) = Δ = 1",
         statistic="released value (likelihood ratio is monotone in it)",
-        info={"sigma": sigma},
+        info={"sigma": float(sigma), "grid": policy.noise.grid(sigma)},
     )
+
+
+def _elimination_batcher(mode: str, epsilon: float, delta: float,
+                         rng: np.random.Generator) -> tuple[Any, Any]:
+    """(config, batcher) of a strict private elimination in `mode`: clip 1, Δ = 2, exact noise
+    (`PrivateElimination._config`), the batcher's privacy stream `rng`."""
+    from dpbandits.policies import elimination
+
+    cfg = elimination.EliminationConfig(mode=mode, horizon=1, d=1, sigma=1.0, epsilon=epsilon,
+                                        delta=delta, sensitivity=2.0, clip=1.0, explicit=True,
+                                        noise=noise_for("strict", rng))
+    return cfg, elimination._Batcher(cfg, np.zeros(1), 0.0, rng, rng)
 
 
 def laplace(
     epsilon: float, delta: float, runs: int, rng: np.random.Generator, *, noise_scale: float = 1.0
 ) -> AuditSamples:
-    """f(D0) = 0, f(D1) = Δ = 1; output f(D) + Lap(Δ/ε): pure ε-DP, so δ = 0 is audited."""
-    scale = laplace_scale(1.0, epsilon) * noise_scale
+    """Strict central elimination (Algorithm 1): one action's clipped reward sum −1 (D0) or +1
+    (D1), Δ = 2, released by the policy's own `_private_sums` at its `release_scale`: the
+    discrete Laplace mechanism, pure ε-DP, so δ = 0 is audited."""
+    from dpbandits.policies import elimination
+
+    cfg, batcher = _elimination_batcher("central", epsilon, 0.0, rng)
+    scale = elimination.release_scale(cfg, epsilon) * noise_scale
+    counts = np.ones(runs, dtype=np.int64)
     return AuditSamples(
-        scores0=laplace_noise(rng, scale, runs),
-        scores1=1.0 + laplace_noise(rng, scale, runs),
+        scores0=batcher._private_sums(np.full(runs, -1.0), counts, scale),
+        scores1=batcher._private_sums(np.full(runs, 1.0), counts, scale),
         claimed_epsilon=epsilon,
         delta=0.0,
-        pair="f(D0) = 0, f(D1) = Δ = 1",
+        pair="one action's clipped reward sum −1 vs +1 (Δ = 2)",
         statistic="released value",
-        info={"scale": scale},
+        info={"scale": float(scale), "grid": cfg.noise.grid(scale)},
     )
 
 
-def _shuffled_lr(rng: np.random.Generator, n: int, scale: float, shift: float,
+def _shuffled_lr(batcher: Any, n: int, scale: float, first: float, low: float, high: float,
                  runs: int) -> np.ndarray:
-    """ln Σ_j L(y_j − Δ)/L(y_j) over n shuffled reports y_j = r_j + Lap(b), the first r_j = shift.
-
-    This is (up to ln n) the log-likelihood ratio of the shuffled multiset for D1 (one reward
-    Δ = 1, the others 0) against D0 (all 0): the most powerful statistic for this pair.
-    """
+    """ln Σ_j L(y_j − high)/L(y_j − low) over the n reports y_j of `batcher._reports` (the
+    first client's reward `first`, the others `low`): up to ln n, the log-likelihood ratio of
+    the shuffled multiset for "one reward `high`, the others `low`" against "all `low`"."""
     out = np.empty(runs)
     block = max(1, CHUNK_ENTRIES // n)
     for start in range(0, runs, block):
         m = min(block, runs - start)
-        y = laplace_noise(rng, scale, (m, n))
-        y[:, 0] += shift
-        out[start:start + m] = logsumexp((np.abs(y) - np.abs(y - 1.0)) / scale, axis=1)
+        used = np.full((m, n), low)
+        used[:, 0] = first
+        y = batcher._reports(used.reshape(-1), scale).reshape(m, n)
+        out[start:start + m] = logsumexp((np.abs(y - low) - np.abs(y - high)) / scale, axis=1)
     return out
 
 
@@ -99,23 +138,26 @@ def shuffle_laplace(
     noise_scale: float = 1.0,
     n: int = 1000,
 ) -> AuditSamples:
-    """n clients, one reward 0 (D0) or Δ = 1 (D1), the others 0; the analyzer sees the shuffled
-    reports' multiset, scored by its exact likelihood ratio (Algorithm 3's batch release)."""
-    from dpbandits.privacy.amplification import local_epsilon
+    """Strict shuffled elimination (Algorithm 3): n clients with clipped rewards −1, one of
+    them −1 (D0) or +1 (D1), each reported by the policy's own `_reports` at the per-report scale of
+    `_local_budget` (ε₀ = f⁻¹_{n,δ}(ε), FMT21 Thm 3.1); the analyzer sees the reports'
+    multiset, scored by its exact likelihood ratio."""
+    from dpbandits.policies import elimination
 
     _require_positive_delta(delta, "shuffling")
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"n = {n!r} is not allowed; must be an integer >= 1")
-    eps0 = local_epsilon(epsilon, n, delta)
-    scale = laplace_scale(1.0, eps0) * noise_scale
+    cfg, batcher = _elimination_batcher("shuffled", epsilon, delta, rng)
+    scale, eps0, _ = elimination._local_budget(cfg, n, float(n))
+    scale *= noise_scale
     return AuditSamples(
-        scores0=_shuffled_lr(rng, n, scale, 0.0, runs),
-        scores1=_shuffled_lr(rng, n, scale, 1.0, runs),
+        scores0=_shuffled_lr(batcher, n, scale, -1.0, -1.0, 1.0, runs),
+        scores1=_shuffled_lr(batcher, n, scale, 1.0, -1.0, 1.0, runs),
         claimed_epsilon=epsilon,
         delta=delta,
-        pair=f"{n} reports, one reward 0 → Δ = 1, the others 0",
+        pair=f"{n} reports, one clipped reward −1 → +1 (Δ = 2), the others −1",
         statistic="log-likelihood ratio of the shuffled multiset",
-        info={"eps0": eps0, "n": float(n), "scale": scale},
+        info={"eps0": float(eps0), "n": float(n), "scale": float(scale)},
     )
 
 
@@ -132,22 +174,19 @@ def tree(
     """Leaf 1 is e1e1ᵀ (D0) or e2e2ᵀ (D1): replace-one Frobenius distance √2 (docs/glm.md).
 
     With T a power of two the releases at s = 1, 2, 4 are exactly the noisy sums of leaf 1's
-    ancestors, so Σ_s (Q₂₂ − Q₁₁)(s) is the likelihood-ratio statistic. Strict calibrates the
-    nodes for Δ = √2; paper for C = 1 as the authors' code. `cover="ab8fd16"`: the initial
+    ancestors, so Σ_s (Q₂₂ − Q₁₁)(s) is the likelihood-ratio statistic. Strict is Private-GLM's
+    V tree: `tree_calibration` for Δ = √2 at ρ(ε, δ) and an exact-noise `MatrixTree`; paper
+    calibrates for C = 1 with float noise, as the authors' code. `cover="ab8fd16"`: the initial
     commit's node set (`_tree_ab8fd16`).
     """
-    from dpbandits.privacy.tree import MatrixTree, check_cover, tree_sigma
-
     _require_positive_delta(delta, "the tree")
-    check_cover(cover)
+    tree_module.check_cover(cover)
     if cover == "ab8fd16":
         return _tree_ab8fd16(epsilon, delta, runs, rng, accounting, noise_scale)
-    horizon, dim = 4, 2
     sensitivity = np.sqrt(2.0) if accounting == "strict" else 1.0
-    sigma = tree_sigma(epsilon, delta, horizon, sensitivity) * noise_scale
-    released = [1.0 if s & (s - 1) == 0 else 0.0 for s in range(1, horizon + 1)]
-    scores = _tree_scores(lambda: MatrixTree(horizon, dim, sigma, rng, shift=0.0), 1, released,
-                          runs)
+    leaves = (np.diag([1.0, 0.0]), np.diag([0.0, 1.0]))
+    scores, sigma = _dyadic_scores(epsilon, delta, runs, rng, accounting, noise_scale,
+                                   sensitivity, leaves, lambda q: q[1, 1] - q[0, 0])
     return AuditSamples(
         scores0=scores[0],
         scores1=scores[1],
@@ -159,12 +198,63 @@ def tree(
     )
 
 
+def counter(
+    epsilon: float,
+    delta: float,
+    runs: int,
+    rng: np.random.Generator,
+    *,
+    noise_scale: float = 1.0,
+) -> AuditSamples:
+    """Private-GLM's strict counter of Criterion-I rounds: leaf 1 is 0 (D0) or 1 (D1), Δ = 1,
+    a 1×1 exact-noise `MatrixTree` calibrated by `tree_calibration`; Σ_{s = 1, 2, 4} Q(s) is
+    the likelihood ratio, as for `tree`."""
+    _require_positive_delta(delta, "the counter")
+    leaves = (np.zeros((1, 1)), np.ones((1, 1)))
+    scores, sigma = _dyadic_scores(epsilon, delta, runs, rng, "strict", noise_scale, 1.0,
+                                   leaves, lambda q: q[0, 0])
+    return AuditSamples(
+        scores0=scores[0],
+        scores1=scores[1],
+        claimed_epsilon=epsilon,
+        delta=delta,
+        pair="leaf 1 = 0 vs 1 (a user's Criterion-I indicator, Δ = 1), other leaves 0",
+        statistic="Σ over releases s = 1, 2, 4 of the released count (likelihood ratio)",
+        info={"sigma_node": float(sigma)},
+    )
+
+
+def _dyadic_scores(epsilon: float, delta: float, runs: int, rng: np.random.Generator,
+                   accounting: str, noise_scale: float, sensitivity: float,
+                   leaves: tuple[np.ndarray, np.ndarray],
+                   read: Callable[[np.ndarray], float]) -> tuple[list[np.ndarray], float]:
+    """Scores of a T = 4 dyadic tree of leaves like `leaves[0]`, leaf 1 = leaves[side], and its
+    σ_node: strict as Private-GLM builds its trees (`tree_calibration`, exact noise, eager),
+    paper with float noise at the classic-conversion σ."""
+    horizon, dim = 4, leaves[0].shape[0]
+    rho = rho_from_epsilon(epsilon, delta)
+    noise = noise_for(accounting, rng)
+    sigma = tree_module.tree_calibration(noise, rho, horizon, sensitivity, dim)[0]
+    sigma *= noise_scale
+    tree_noise = noise if accounting == "strict" else None
+    released = [1.0 if s & (s - 1) == 0 else 0.0 for s in range(1, horizon + 1)]
+    scores = _tree_scores(
+        lambda: tree_module.MatrixTree(horizon, dim, sigma, rng, shift=0.0, noise=tree_noise,
+                                       eager=True),
+        1, released, runs, leaves, read)
+    return scores, sigma
+
+
 def _tree_scores(make_tree: Callable[[], MatrixTree], leaf_round: int,
-                 weights: Sequence[float], runs: int) -> list[np.ndarray]:
-    """Σ_s w_s (Q₂₂ − Q₁₁)(s) over `runs` fresh trees per side: leaf `leaf_round` is e1e1ᵀ (D0)
-    or e2e2ᵀ (D1), the other leaves 0; releases with w_s = 0 are not queried."""
+                 weights: Sequence[float], runs: int,
+                 leaves: tuple[np.ndarray, np.ndarray] = (np.diag([1.0, 0.0]),
+                                                          np.diag([0.0, 1.0])),
+                 read: Callable[[np.ndarray], float] = lambda q: q[1, 1] - q[0, 0],
+                 ) -> list[np.ndarray]:
+    """Σ_s w_s read(Q(s)) over `runs` fresh trees per side: leaf `leaf_round` is leaves[0]
+    (D0) or leaves[1] (D1), the other leaves 0; releases with w_s = 0 are not queried."""
     scores = []
-    for leaf in (np.diag([1.0, 0.0]), np.diag([0.0, 1.0])):
+    for leaf in leaves:
         out = np.empty(runs)
         for run in range(runs):
             mech = make_tree()
@@ -172,8 +262,7 @@ def _tree_scores(make_tree: Callable[[], MatrixTree], leaf_round: int,
             for s, weight in enumerate(weights, start=1):
                 mech.update(leaf if s == leaf_round else None)
                 if weight != 0.0:
-                    q = mech.query_raw()
-                    total += weight * (q[1, 1] - q[0, 0])
+                    total += weight * read(mech.query_raw())
             out[run] = total
         scores.append(out)
     return scores
@@ -368,17 +457,18 @@ def dpsgd_audit(
     """One record (x = e1, y = +Y) vs (x = e1, y = −Y), |Y| huge: the clipped gradient is ±C e1
     at every θ, the replace-one worst case of the gradient sum (docs/glm.md).
 
-    Strict: Private-GLM's `noisy_gd_fit` (noisy count, K = 4 noisy gradient sums, burn-in 3 so
-    that θ̄ = θ_K, λ = 0, no projection in reach) at ρ = ρ(ε, δ), on the record plus 200 records
-    with x = 0 so that the divisor max(ñ, 1) is ≈ n in both data sets (noise_scale < 1 divides
-    ρ by its square). θ̄ weighs the K gradient sums by lr_k = lr₀/√k: it carries
-    (Σ lr_k)²/(K Σ lr_k²)·K/(K + 1) = 74 % of ρ (62 % with the policy's K = 12, burn-in 5). Paper:
+    Strict: Private-GLM's `noisy_gd_fit` with exact noise (noisy count, K = 4 noisy gradient
+    sums, burn-in 3 so that θ̄ = θ_K, λ = 0, no projection in reach) at ρ = ρ(ε, δ), on the
+    record plus 200 records with x = 0 so that the divisor max(ñ, 1) is ≈ n in both data sets
+    (noise_scale < 1 divides ρ by its square). θ̄ weighs the K gradient sums by lr_k = lr₀/√k:
+    it carries (Σ lr_k)²/(K Σ lr_k²)·K/(K + 1) = 74 % of ρ (62 % with the policy's K = 12,
+    burn-in 5). Paper:
     the authors' `dpsgd_fit` on the one record at (ε₀, δ₀) = (ε, δ), calibrated for
     sensitivity C while a replacement moves the clipped mean by 2C/b. The statistic is the
     released θ̄, linear in the gradient noises with the same weights on both inputs.
     """
     from dpbandits.links import get_link
-    from dpbandits.privacy.dpsgd import dpsgd_fit, noisy_gd_fit
+    from dpbandits.privacy import dpsgd as dpsgd_module
 
     _require_positive_delta(delta, "DP-SGD")
     if accounting == "paper" and noise_scale != 1.0:
@@ -387,6 +477,7 @@ def dpsgd_audit(
     theta0 = np.zeros(1)
     rho = rho_from_epsilon(epsilon, delta) / noise_scale**2
     padding = DPSGD_PADDING if accounting == "strict" else 0
+    noise = noise_for("strict", rng)
     x = np.zeros((1 + padding, 1))
     x[0, 0] = 1.0
     scores = []
@@ -397,10 +488,11 @@ def dpsgd_audit(
         out = np.empty(runs)
         for run in range(runs):
             if accounting == "strict":
-                fit = noisy_gd_fit(theta0, x, y, rho, link, rng, radius=1e12,
-                                   steps=DPSGD_STEPS, burn_in=DPSGD_BURN_IN, lam=0.0)
+                fit = dpsgd_module.noisy_gd_fit(theta0, x, y, rho, link, rng, radius=1e12,
+                                                steps=DPSGD_STEPS, burn_in=DPSGD_BURN_IN,
+                                                lam=0.0, noise=noise)
             else:
-                fit = dpsgd_fit(theta0, x, y, epsilon, delta, link, rng)
+                fit = dpsgd_module.dpsgd_fit(theta0, x, y, epsilon, delta, link, rng)
             out[run] = fit.theta[0]
         scores.append(out)
     assert fit is not None
@@ -418,19 +510,27 @@ def dpsgd_audit(
 
 GAUSSIAN = AuditSpec(
     "gaussian", "mechanism", gaussian, 50_000,
-    "Gaussian mechanism, σ = Δ/√(2ρ) with ρ from the classic zCDP conversion",
+    "discrete Gaussian release of the strict linear policies (calibrate_release, "
+    "gaussian_release), σ from ρ by the classic zCDP conversion",
     options=("noise_scale",), point=GAUSSIAN_POINT)
 LAPLACE = AuditSpec(
     "laplace", "mechanism", laplace, 400_000,
-    "Laplace mechanism, b = Δ/ε (central elimination sums, local reports)",
+    "discrete Laplace release of the strict central elimination (release_scale, "
+    "_private_sums), b ≥ Δ/ε",
     options=("noise_scale",), point=(1.0, 0.0))
 SHUFFLE_LAPLACE = AuditSpec(
     "shuffle-laplace", "mechanism", shuffle_laplace, 20_000,
-    "n shuffled Laplace(Δ/ε0) reports with ε0 = f⁻¹_{n,δ}(ε) (FMT21 Thm 3.1)",
+    "n shuffled discrete Laplace reports of the strict shuffled elimination (_local_budget, "
+    "_reports), ε0 = f⁻¹_{n,δ}(ε) (FMT21 Thm 3.1)",
     options=("noise_scale", "n"), point=(1.0, 1e-6))
+COUNTER = AuditSpec(
+    "counter", "mechanism", counter, 50_000,
+    "Private-GLM's strict counter of Criterion-I rounds: 1×1 exact-noise MatrixTree, T = 4",
+    options=("noise_scale",), point=GAUSSIAN_POINT)
 TREE = AuditSpec(
     "tree", "mechanism", tree, 50_000,
-    "binary-tree continual release of symmetric matrices (MatrixTree), T = 4, d = 2; "
+    "binary-tree continual release of symmetric matrices (MatrixTree, exact noise in strict "
+    "as Private-GLM's trees), T = 4, d = 2; "
     "cover=ab8fd16: the initial commit's node set, T = 8, strict calibrated at its exact cost",
     options=("accounting", "noise_scale", "cover"), point=GAUSSIAN_POINT)
 TS_RELEASE = AuditSpec(
@@ -446,5 +546,6 @@ VECTOR_SUM = AuditSpec(
     "shuffle vector summation P_vec (vector_sum), n = 4 users, D = 1", point=GAUSSIAN_POINT)
 DPSGD = AuditSpec(
     "dpsgd", "mechanism", dpsgd_audit, 50_000,
-    "private GLM fit: strict noisy projected GD (K = 4) at ρ-zCDP; paper = the authors' DP-SGD",
+    "private GLM fit: strict noisy projected GD (K = 4) at ρ-zCDP with exact noise; paper = "
+    "the authors' DP-SGD",
     point=GAUSSIAN_POINT)

@@ -36,6 +36,7 @@ MECHANISMS: Registry[AuditSpec] = Registry("mechanism audit", {
     "laplace": "dpbandits.audit.mechanisms:LAPLACE",
     "shuffle-laplace": "dpbandits.audit.mechanisms:SHUFFLE_LAPLACE",
     "tree": "dpbandits.audit.mechanisms:TREE",
+    "counter": "dpbandits.audit.mechanisms:COUNTER",
     "ts-release": "dpbandits.audit.mechanisms:TS_RELEASE",
     "ts-release-amp": "dpbandits.audit.mechanisms:TS_RELEASE_AMP",
     "vector-sum": "dpbandits.audit.mechanisms:VECTOR_SUM",

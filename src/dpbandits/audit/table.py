@@ -42,6 +42,11 @@ class MechanismPoint:
     paper_runs: int | None = None
     why: str = ""
 
+    @property
+    def key(self) -> str:
+        """The point's name and options: name[~<option><value>…]."""
+        return f"{self.name}{''.join(f'~{k}{v}' for k, v in self.options)}"
+
 
 MECHANISM_PLAN: tuple[MechanismPoint, ...] = (
     MechanismPoint("gaussian", 4.0, 0.02, 50_000),
@@ -54,6 +59,7 @@ MECHANISM_PLAN: tuple[MechanismPoint, ...] = (
     MechanismPoint("tree", 4.0, 0.02, 50_000, modes=("strict", "paper")),
     MechanismPoint("tree", 4.0, 0.02, 30_000, modes=("strict", "paper"),
                    options=(("cover", "ab8fd16"),)),
+    MechanismPoint("counter", 4.0, 0.02, 50_000),
     MechanismPoint("ts-release", 4.0, 0.02, 50_000, modes=("strict", "paper")),
     MechanismPoint("ts-release-amp", 4.0, 0.02, 50_000, modes=("strict", "paper"),
                    control_scale=0.25,
@@ -145,8 +151,7 @@ def audit_plan(
 
 def plan_notes() -> dict[str, str]:
     """Why a control's scale differs from 0.5, by mechanism point key prefix."""
-    return {f"{p.name}{''.join(f'~{k}{v}' for k, v in p.options)}": p.why
-            for p in MECHANISM_PLAN if p.why}
+    return {p.key: p.why for p in MECHANISM_PLAN if p.why}
 
 
 def record(result: AuditResult, planned: PlannedAudit | None = None) -> dict[str, Any]:
