@@ -369,23 +369,32 @@ def _batch_release(
     batch, dim = 4, 2
     problem = ProblemInfo(family="linear", d=dim, K=2, horizon=batch, S=1.0)
     x = np.array([1.0, 0.0])
-    claimed = (epsilon, delta)
+
+    def make_policy(seed: int) -> Any:
+        return cls(problem, np.random.default_rng(seed), epsilon=epsilon, delta=delta,
+                   accounting=accounting, B=batch, **params)
+
+    def play_batch(policy: Any, first_reward: float) -> float:
+        policy.reset()
+        for t in range(batch):
+            policy.observe(t, x, first_reward if t == 0 else 0.0)
+        return float(policy.b[0])
+
+    # The claim is what the unweakened policy's ledger states for the batch: a control that cuts
+    # σ must be judged against the cost of the σ the policy would have drawn.
+    honest = make_policy(int(rng.integers(0, 2**63 - 1)))
+    play_batch(honest, 0.0)
+    honest.finish()
+    claimed = honest.ledger.spent()
     scores = []
     sigma = math.nan
     for first_reward in (0.0, 1.0):
-        policy = cls(problem, np.random.default_rng(rng.integers(0, 2**63 - 1)),
-                     epsilon=epsilon, delta=delta, accounting=accounting, B=batch, **params)
+        policy = make_policy(int(rng.integers(0, 2**63 - 1)))
         policy.sigma *= noise_scale
         sigma = float(policy.sigma)
         out = np.empty(runs)
         for run in range(runs):
-            policy.reset()
-            for t in range(batch):
-                policy.observe(t, x, first_reward if t == 0 else 0.0)
-            out[run] = policy.b[0]
-            if run == 0:
-                policy.finish()
-                claimed = policy.ledger.spent()
+            out[run] = play_batch(policy, first_reward)
             policy.ledger.entries.clear()
         scores.append(out)
     return AuditSamples(
