@@ -11,7 +11,13 @@ first keeps the colour, the next ones are darker shades of it with their own mar
 the same order. Grid cells ("AdaPrivate-TS [B=100]") are their declared label's.
 
 Bands and error bars are 95 % t-intervals of the mean over trials, t_{0.975, n−1}·s.e.
-(dpbandits.stats), everywhere; captions say so (`BAND_TEXT`).
+(dpbandits.stats), except on the regret curves, whose runs can diverge: there the line is the
+median over trials and the band the interquartile range (`QUARTILE_TEXT`); captions say which.
+
+Reading aids shared by the figures: one hue per ε (`epsilon_colors`), published values as
+black-edged stars (`published_marker`), horizontal reference lines (`reference_line`, gid
+"reference"), and one legend per figure to the right of the panels (`figure_legend`), for which
+`legend_width` inches are added to the figure so that the panels keep their size.
 """
 
 from __future__ import annotations
@@ -51,7 +57,18 @@ DRAWN_POINTS = 1000  # of a curve: about a point per pixel of the widest panel a
 VARIANT_DARKEN = (0.0, 0.4, 0.2, 0.3, 0.1)
 VARIANT_MARKERS = ("o", "^", "s", "D", "v", "P", "X")
 BAND_TEXT = "95 % t-interval of the mean over trials"
+QUARTILE_TEXT = "line: median over trials; band: interquartile range"
 MARK_COLOR = "#b3261e"
+EPSILON_COLORMAP = "plasma"
+EPSILON_SPAN = (0.0, 0.8)  # of the colormap: its last fifth (yellow) is too light on white
+PUBLISHED_STYLE = {"marker": "*", "ms": 12, "mec": "black", "mew": 0.8, "ls": "none",
+                   "zorder": 6}
+UNIFORM_COLOR = "0.45"
+LEGEND_WIDTH = 2.9  # inches added to the right of the panels for the figure's legend
+MOST_CURVES = 6  # data series (curves) per panel at most
+PUBLISHED_BAR = {"lw": 6, "alpha": 0.35, "solid_capstyle": "butt", "gid": "published"}
+
+
 
 
 @dataclass(frozen=True)
@@ -235,6 +252,84 @@ def style_handle(text: str, linestyle: str = "-", marker: str | None = None,
                  color: Any = "0.3", **kwargs: Any) -> Line2D:
     """A legend entry explaining a line style or marker."""
     return Line2D([], [], color=color, ls=linestyle, marker=marker, label=text, **kwargs)
+
+
+def epsilon_order(epsilon: str | float) -> float:
+    """Sort key of an ε ("none", the non-private runs, first)."""
+    return -1.0 if epsilon in ("none", None) else float(epsilon)
+
+
+def epsilon_colors(epsilons: Iterable[str | float]) -> dict[str, RGB]:
+    """One hue per private ε (keys: the ε as "%g" text), smallest ε darkest, evenly spread over
+    the `EPSILON_COLORMAP`, so that the same ε has the same hue in every panel of a figure."""
+    values = sorted({f"{float(e):g}" for e in epsilons if e not in ("none", None)}, key=float)
+    cmap = plt.get_cmap(EPSILON_COLORMAP)
+    spots = np.linspace(*EPSILON_SPAN, len(values)) if len(values) > 1 \
+        else [EPSILON_SPAN[0]] * len(values)
+    return {v: tuple(float(c) for c in cmap(x)[:3]) for v, x in zip(values, spots, strict=True)}
+
+
+def reference_line(ax: Any, y: float, label: str, color: Any = "0.35", ls: str = ":",
+                   vertical: bool = False) -> Line2D:
+    """A labelled horizontal (or vertical) reference line, not a data curve (gid "reference")."""
+    draw = ax.axvline if vertical else ax.axhline
+    return draw(y, color=color, ls=ls, lw=1.0, label=label, gid="reference", zorder=1)
+
+
+def uniform_line(ax: Any, value: float, vertical: bool = False) -> Line2D | None:
+    """The NP% of choosing uniformly at random, where NP% compresses (docs/ts.md, "Metrics")."""
+    if not np.isfinite(value):
+        return None
+    return reference_line(ax, value, f"uniform random choice ({value:.1f})", UNIFORM_COLOR, "-.",
+                          vertical)
+
+
+def published_marker(ax: Any, x: Any, y: Any, color: Any, label: str = "published") \
+        -> Line2D:
+    """Published value(s) as black-edged stars in the colour of the series they belong to."""
+    (line,) = ax.plot(np.atleast_1d(x), np.atleast_1d(y), color=color, mfc=color, gid="published",
+                      label=label, **PUBLISHED_STYLE)
+    return line
+
+
+def published_handle(text: str) -> Line2D:
+    """The legend entry of the published stars."""
+    return Line2D([], [], color="0.6", mfc="0.6", label=text, **PUBLISHED_STYLE)
+
+
+def note_handle(text: str) -> Line2D:
+    """A legend line of text only (no symbol)."""
+    return Line2D([], [], ls="none", label=text)
+
+
+def figure_legend(fig: plt.Figure, entries: Sequence[tuple[Any, str]], fontsize: float = 7.5,
+                  **kwargs: Any) -> Any:
+    """One legend of (handle, text) entries for the whole figure, right of the panels
+    (constrained layout gives it its own column; make figures `LEGEND_WIDTH` wider so the
+    panels keep their size)."""
+    return fig.legend([h for h, _ in entries], [t for _, t in entries],
+                      loc="outside right upper", fontsize=fontsize, frameon=False, **kwargs)
+
+
+def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str, str],
+                most: int = MOST_CURVES) -> list[tuple[str, list[str]]]:
+    """Methods into panels of one accounting mode each, in order, at most `most` curves a panel
+    (a method with several curves is never split)."""
+    panels: list[tuple[str, list[str]]] = []
+    modes = list(dict.fromkeys(accounting.get(m, "strict") for m in methods))
+    for mode in sorted(modes, key=lambda m: m != "strict"):
+        chosen = [m for m in methods if accounting.get(m, "strict") == mode]
+        count = -(-sum(curves[m] for m in chosen) // most)  # panels needed
+        share = -(-sum(curves[m] for m in chosen) // max(count, 1))
+        current: list[str] = []
+        for method in chosen:
+            if current and sum(curves[m] for m in [*current, method]) > max(share, curves[method]):
+                panels.append((mode, current))
+                current = []
+            current.append(method)
+        if current:
+            panels.append((mode, current))
+    return panels
 
 
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
