@@ -22,6 +22,7 @@ black-edged stars (`published_marker`), horizontal reference lines (`reference_l
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -292,6 +293,11 @@ def published_marker(ax: Any, x: Any, y: Any, color: Any, label: str = "publishe
     return line
 
 
+def comparable(published: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Published data to draw: none on a figure marked as of another scale than the paper's."""
+    return None if current_mark() else published
+
+
 def published_handle(text: str) -> Line2D:
     """The legend entry of the published stars."""
     return Line2D([], [], color="0.6", mfc="0.6", label=text, **PUBLISHED_STYLE)
@@ -302,13 +308,44 @@ def note_handle(text: str) -> Line2D:
     return Line2D([], [], ls="none", label=text)
 
 
+def _legend_share(fig: plt.Figure) -> float:
+    """The fraction of the figure's width on its right kept for the figure's legend."""
+    return min(0.45, LEGEND_WIDTH / float(fig.get_figwidth()))
+
+
+def _reserve(fig: plt.Figure, right: float | None = None, top: float | None = None) -> None:
+    """Keep the panels (constrained layout) left of `right` and below `top` (figure fractions)."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    x0, y0, w, h = fig.get_layout_engine().get().get("rect", (0.0, 0.0, 1.0, 1.0))
+    w = w if right is None else right - x0
+    h = h if top is None else top - y0
+    fig.get_layout_engine().set(rect=(x0, y0, w, h))
+
+
+def figure_title(fig: plt.Figure, text: str, fontsize: float = 10) -> Any:
+    """The figure's title (gid "figure-title"), centred over the panels (left of the legend),
+    wrapped to their width, with room kept for it above them."""
+    share = _legend_share(fig)
+    chars = max(30, int((1.0 - share) * fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    wrapped = textwrap.fill(text, chars)
+    lines = wrapped.count("\n") + 1
+    height = (lines * 1.3 * fontsize / 72 + 0.12) / float(fig.get_figheight())
+    _reserve(fig, top=1.0 - height)
+    return fig.text(0.5 * (1.0 - share), 1.0 - 0.04 / float(fig.get_figheight()), wrapped,
+                    ha="center", va="top", fontsize=fontsize, gid="figure-title")
+
+
 def figure_legend(fig: plt.Figure, entries: Sequence[tuple[Any, str]], fontsize: float = 7.5,
                   **kwargs: Any) -> Any:
-    """One legend of (handle, text) entries for the whole figure, right of the panels
-    (constrained layout gives it its own column; make figures `LEGEND_WIDTH` wider so the
+    """One legend of (handle, text) entries for the whole figure, in a column of
+    `LEGEND_WIDTH` inches right of the panels (figures are made that much wider, so the
     panels keep their size)."""
-    return fig.legend([h for h, _ in entries], [t for _, t in entries],
-                      loc="outside right upper", fontsize=fontsize, frameon=False, **kwargs)
+    share = _legend_share(fig)
+    _reserve(fig, right=1.0 - share)
+    return fig.legend([h for h, _ in entries], [t for _, t in entries], loc="upper left",
+                      bbox_to_anchor=(1.0 - share + 0.01, 1.0), bbox_transform=fig.transFigure,
+                      fontsize=fontsize, frameon=False, **kwargs)
 
 
 def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str, str],
@@ -347,13 +384,21 @@ def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
 
 
 def _draw_mark(fig: plt.Figure, note: str, height: float = 0.42) -> None:
-    """The scale mark in a band added above the figure's content (constrained layout)."""
+    """The scale mark in a band added above the figure's content (constrained layout): the
+    panels' area, the figure's title and legend keep their place, `height` inches lower."""
     if fig.get_layout_engine() is None:
         fig.set_layout_engine("constrained")
     width, old = fig.get_size_inches()
     fig.set_size_inches(width, old + height)
-    fig.get_layout_engine().set(rect=(0.0, 0.0, 1.0, old / (old + height)))
-    fig.text(0.5, 1.0 - 0.5 * height / (old + height), note.upper(), ha="center",
+    shrink = old / (old + height)
+    x0, y0, w, h = fig.get_layout_engine().get().get("rect", (0.0, 0.0, 1.0, 1.0))
+    fig.get_layout_engine().set(rect=(x0, y0 * shrink, w, h * shrink))
+    for text in fig.texts:
+        text.set_y(text.get_position()[1] * shrink)
+    for legend in fig.legends:
+        anchor = legend.get_bbox_to_anchor().transformed(fig.transFigure.inverted())
+        legend.set_bbox_to_anchor((anchor.x0, anchor.y1 * shrink), transform=fig.transFigure)
+    fig.text(x0 + 0.5 * w, 1.0 - 0.5 * height / (old + height), note.upper(), ha="center",
              va="center", fontsize=10, fontweight="bold", color=MARK_COLOR, gid="scale-mark",
              bbox={"boxstyle": "round,pad=0.35", "facecolor": "#fdecea",
                    "edgecolor": MARK_COLOR})

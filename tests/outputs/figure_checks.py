@@ -8,6 +8,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
@@ -31,6 +32,8 @@ def most_curves(fig: plt.Figure) -> int:
 
 
 def _renderer(fig: plt.Figure) -> Any:
+    if not hasattr(fig.canvas, "get_renderer"):  # a closed figure: draw it again with Agg
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     return fig.canvas.get_renderer()
 
@@ -98,9 +101,15 @@ def legend_colour_mismatches(fig: plt.Figure) -> list[str]:
     return bad
 
 
+def figure_title(fig: plt.Figure) -> str:
+    """The figure's title (dpbandits.plots.figure_title), unwrapped."""
+    titles = [t.get_text() for t in fig.texts if t.get_gid() == "figure-title"]
+    return " ".join(titles[0].split("\n")) if titles else ""
+
+
 def all_text(fig: plt.Figure) -> str:
-    """Every title, suptitle and legend text of the figure."""
-    texts = [fig.get_suptitle(), *(ax.get_title() for ax in fig.get_axes())]
+    """Every title, legend text and y tick label of the figure."""
+    texts = [figure_title(fig), *(ax.get_title() for ax in fig.get_axes())]
     texts += [t.get_text() for legend in legends(fig) for t in legend.get_texts()]
     texts += [ax.get_yticklabels()[i].get_text() for ax in fig.get_axes()
               for i in range(len(ax.get_yticklabels()))]

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from figure_checks import (
     curves,
+    figure_title,
     legend_colour_mismatches,
     legend_overlaps,
     narrowest_panel,
@@ -90,7 +91,7 @@ def test_a_row_per_instance_a_panel_per_code_state_and_accounting_mode(figure) -
         "S = 2 (κ = 18.40) · Private-GLM (strict)\ncode state d9c93e1 · strict accounting",
         "S = 2 (κ = 18.40) · Private-GLM (ab8fd16)\ncode state ab8fd16 · paper accounting"]
     assert len(titles) == 8 and titles[4].startswith("S = 3 (κ = 56.40) · non-private")
-    assert figure.get_suptitle().startswith("Figure 1(b), probit: cumulative regret, median")
+    assert figure_title(figure).startswith("Figure 1(b), probit: cumulative regret, median")
 
 
 def test_at_most_six_curves_a_panel_and_each_private_panel_one_label(figure) -> None:

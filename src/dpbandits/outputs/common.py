@@ -22,6 +22,7 @@ from dpbandits.plots import (
     epsilon_colors,
     epsilon_order,
     figure_legend,
+    figure_title,
     note_handle,
     published_handle,
     published_marker,
@@ -159,8 +160,8 @@ def regret_curves(
     n = _n_text(trials)
     only = {_facet_value(c, facet) for c in shown} if facet else set()
     where = f", {facet} = {next(iter(only)):g}" if len(only) == 1 else ""
-    fig.suptitle(f"{figure or experiment}{where}: cumulative regret, median and interquartile "
-                 f"range over {n} trials", fontsize=10)
+    figure_title(fig, f"{figure or experiment}{where}: cumulative regret, median and "
+                      f"interquartile range over {n} trials")
     entries: list[tuple[Any, str]] = [
         (Line2D([], [], color=c, lw=1.5), a) for a, c in baseline_colors.items()]
     entries += [(Line2D([], [], color=c, lw=1.5), f"ε = {e}") for e, c in hues.items()]

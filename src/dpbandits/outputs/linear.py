@@ -22,6 +22,7 @@ from dpbandits.plots import (
     band_handle,
     ci95,
     figure_legend,
+    figure_title,
     log_ticks,
     note_handle,
     plain_ticks,
@@ -109,12 +110,12 @@ def regret_vs_epsilon(
         low, high = df["regret_mean"] - half, df["regret_mean"] + half
         if df["epsilon"].isna().all():
             style = "--" if df["role"].iloc[0] == "nonprivate" else ":"
-            line = ax.axhline(df["regret_mean"].iloc[0], color=color, ls=style, lw=1.3,
-                              gid="reference")
-            if np.isfinite(half[0]):
-                ax.axhspan(low.iloc[0], high.iloc[0], color=color, alpha=0.15, lw=0)
             name = algorithm if "non-private" in algorithm.lower() \
                 else f"{algorithm} (non-private)"
+            line = ax.axhline(df["regret_mean"].iloc[0], color=color, ls=style, lw=1.3,
+                              gid="reference", label=name)
+            if np.isfinite(half[0]):
+                ax.axhspan(low.iloc[0], high.iloc[0], color=color, alpha=0.15, lw=0)
             handles.append(((line, Patch(facecolor=color, alpha=0.15)), name))
             continue
         text = f"{algorithm}, {modes.get(algorithm, 'strict')} accounting"
@@ -135,8 +136,8 @@ def regret_vs_epsilon(
     ax.set_xlabel("privacy budget ε (ε0 for the local model)")
     ax.set_ylabel("total regret $R_T$")
     horizon = int(summary["T"].iloc[0])
-    ax.set_title(f"{figure or experiment}: total regret at T = {horizon:,}, mean over "
-                 f"{int(stats['n'].max())} seeds", fontsize=9)
+    figure_title(fig, f"{figure or experiment}: total regret at T = {horizon:,}, mean over "
+                      f"{int(stats['n'].max())} seeds")
     handles.append((band_handle(), band_handle().get_label()))
     if values:
         handles.append((published_handle(""), f"published ({published.source})"))

@@ -25,9 +25,11 @@ from dpbandits.plots import (
     PUBLISHED_BAR,
     band_handle,
     ci95,
+    comparable,
     distinct_colors,
     drawn_points,
     figure_legend,
+    figure_title,
     pack_panels,
     reference_line,
     save_figure,
@@ -238,7 +240,7 @@ def ctr_curve(
     nrows = max(1, -(-len(panels) // ncols))
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(4.6 * ncols + LEGEND_WIDTH, 3.3 * nrows + 0.5))
-    claims = (published.data if published else {}).get("claims", [])
+    claims = (comparable(published.data if published else None) or {}).get("claims", [])
     entries: dict[str, Any] = {}
     per_mode = {mode: sum(p[0] == mode for p in panels) for mode, _ in panels}
     seen: dict[str, int] = {}
@@ -286,7 +288,7 @@ def ctr_curve(
         ax.set_axis_off()
     for row in axes:
         row[0].set_ylabel("running CTR")
-    fig.suptitle(f"{figure or experiment}: CTR over time, ε = {tag}", fontsize=10)
+    figure_title(fig, f"{figure or experiment}: CTR over time, ε = {tag}")
     legend = [(h, t) for t, h in entries.items()]
     legend.append((band_handle(), band_handle().get_label()))
     figure_legend(fig, legend)

@@ -36,7 +36,9 @@ from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
 from dpbandits.plots import (
     LEGEND_WIDTH,
+    comparable,
     figure_legend,
+    figure_title,
     reference_line,
     save_figure,
     uniform_line,
@@ -221,7 +223,7 @@ def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curve
     stem = paper_dir / "tables" / f"{experiment}_cells"
     paths += write_table(out.round(4), stem, f"{experiment}: every grid cell")
     return paths + np_figure(experiment, cells, methods, metrics, paper_dir, reference, exp,
-                             figure, ref)
+                             figure, comparable(ref))
 
 
 def _base(method: str) -> str:
@@ -309,7 +311,7 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
     table = pd.DataFrame(rows).sort_values(["variant", "ε", "q"])
     ref = published.data if published else None
     fig = amplification_figure(experiment, table, metrics, exp, base, amplified, reference,
-                               figure, ref)
+                               figure, comparable(ref))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_amplification")
     caption = (f"{experiment}: AdaPrivate-TS-Amp vs q (σ_amp from RDP orders ≤ 64, then ÷q) "
                "against the non-amplified base; paired t-tests over seeds")
@@ -351,10 +353,9 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
     ref = published.data if published else None
     fig, ax = plt.subplots(figsize=(5.2 + LEGEND_WIDTH, 0.6 * len(table) + 1.9),
                            layout="constrained")
-    artists = ablation_figure(ax, table, metrics, exp, reference, ref)
+    artists = ablation_figure(ax, table, metrics, exp, reference, comparable(ref))
     ax.set_xlabel(np_label(reference).replace("\n", " "))
-    fig.suptitle(f"{figure or experiment}: component ablation (each row adds one component)",
-                 fontsize=10)
+    figure_title(fig, f"{figure or experiment}: component ablation (each row adds one component)")
     figure_legend(fig, legend_entries(artists, n_text(table["_n"])))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
     caption = f"{experiment}: each row adds one component (paired t-tests over seeds)"
@@ -403,10 +404,10 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
         ax.set_title(f"{ax.get_title()}\n{modes.get(group, 'strict')} accounting", fontsize=8)
         artists.append(reference_line(ax, 100.0, f"{reference} (reference) = 100"))
         artists += [line for line in [uniform_line(ax, floor)] if line is not None]
-        artists += robustness_published(ax, sub, ref)
+        artists += robustness_published(ax, sub, comparable(ref))
     axes[0][0].set_ylabel(np_label(reference))
-    fig.suptitle(f"{figure or experiment}: NP% over each grid, ε = "
-                 f"{_eps_key(float(metrics['epsilon'].dropna().iloc[0]))}", fontsize=10)
+    figure_title(fig, f"{figure or experiment}: NP% over each grid, ε = "
+                      f"{_eps_key(float(metrics['epsilon'].dropna().iloc[0]))}")
     figure_legend(fig, legend_entries(artists, n_text(table["_n"])))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_robustness")
     caption = f"{experiment}: NP% over each grid (mean ± sd over seeds, 95% CI half-width)"

@@ -22,6 +22,7 @@ from dpbandits.plots import (
     epsilon_colors,
     errorbar_handle,
     figure_legend,
+    figure_title,
     note_handle,
     pack_panels,
     plain_ticks,
@@ -139,8 +140,8 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
     for row in axes:
         row[0].set_ylabel(np_label(reference))
     n = n_text(cells["n"])
-    fig.suptitle(f"{figure or experiment}: NP% per method and ε (error bars: 95 % t-interval "
-                 f"over {n} seeds)", fontsize=10)
+    figure_title(fig, f"{figure or experiment}: NP% per method and ε (error bars: 95 % t-interval "
+                      f"over {n} seeds)")
     entries = list((h, t) for t, h in handles.items())
     if any(tuned_apart.values()):
         entries += [(k, k.get_label()) for k in (
@@ -221,7 +222,7 @@ def amplification_figure(experiment: str, table: pd.DataFrame, metrics: pd.DataF
         ax.set_axis_off()
     for row in axes:
         row[0].set_ylabel(np_label(reference))
-    fig.suptitle(f"{figure or experiment}: amplification by Poisson subsampling", fontsize=10)
+    figure_title(fig, f"{figure or experiment}: amplification by Poisson subsampling")
     key = errorbar_handle(n_text(table["_n"]))
     entries = [(h, t) for t, h in handles.items()]
     entries += [(key, key.get_label())]
