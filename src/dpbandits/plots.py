@@ -350,17 +350,14 @@ def figure_legend(fig: plt.Figure, entries: Sequence[tuple[Any, str]], fontsize:
 
 def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str, str],
                 most: int = MOST_CURVES) -> list[tuple[str, list[str]]]:
-    """Methods into panels of one accounting mode each, in order, at most `most` curves a panel
-    (a method with several curves is never split)."""
+    """Methods into panels of one accounting mode each ("strict" first), in their order, a panel
+    filled up to `most` curves before the next begins (a method's curves stay together)."""
     panels: list[tuple[str, list[str]]] = []
     modes = list(dict.fromkeys(accounting.get(m, "strict") for m in methods))
     for mode in sorted(modes, key=lambda m: m != "strict"):
-        chosen = [m for m in methods if accounting.get(m, "strict") == mode]
-        count = -(-sum(curves[m] for m in chosen) // most)  # panels needed
-        share = -(-sum(curves[m] for m in chosen) // max(count, 1))
         current: list[str] = []
-        for method in chosen:
-            if current and sum(curves[m] for m in [*current, method]) > max(share, curves[method]):
+        for method in (m for m in methods if accounting.get(m, "strict") == mode):
+            if current and sum(curves[m] for m in [*current, method]) > most:
                 panels.append((mode, current))
                 current = []
             current.append(method)

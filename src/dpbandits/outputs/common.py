@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -9,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from dpbandits import stats
 from dpbandits.paper.published import PublishedEntry
@@ -27,6 +29,8 @@ from dpbandits.plots import (
     published_handle,
     published_marker,
     save_figure,
+    variant_marker,
+    variant_rank,
 )
 
 PANEL_WIDTH, PANEL_HEIGHT = 3.6, 2.9  # inches of one regret panel
@@ -132,7 +136,10 @@ def regret_curves(
             label = item["algorithm"] if eps == "none" else f"ε = {float(eps):g}"
             drawn = drawn_points(len(item["checkpoints"]))
             t = item["checkpoints"][drawn]
-            ax.plot(t, item["regret_q50"][drawn], "-", color=color, lw=1.5, label=label)
+            marker = variant_marker(item["algorithm"], exp) \
+                if eps == "none" and variant_rank(item["algorithm"], exp) else None
+            ax.plot(t, item["regret_q50"][drawn], "-", color=color, lw=1.5, label=label,
+                    marker=marker, ms=3.5, markevery=0.1)
             ax.fill_between(t, item["regret_q25"][drawn], item["regret_q75"][drawn],
                             color=color, alpha=0.2, lw=0)
             tops.append(float(np.max(item["regret_q75"])))
@@ -152,6 +159,7 @@ def regret_curves(
         ax.set_title(" · ".join(p for p in (where, panel_heading(group, accounting, exp)) if p),
                      fontsize=8)
         ax.set_xlabel("round t")
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.set_ylim(0, 1.08 * max(tops) or 1.0)
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
@@ -163,12 +171,13 @@ def regret_curves(
     figure_title(fig, f"{figure or experiment}{where}: cumulative regret, median and "
                       f"interquartile range over {n} trials")
     entries: list[tuple[Any, str]] = [
-        (Line2D([], [], color=c, lw=1.5), a) for a, c in baseline_colors.items()]
+        (Line2D([], [], color=c, lw=1.5, ms=3.5, marker=variant_marker(a, exp)
+                if variant_rank(a, exp) else None), a) for a, c in baseline_colors.items()]
     entries += [(Line2D([], [], color=c, lw=1.5), f"ε = {e}") for e, c in hues.items()]
     entries.append((band_handle(text=""), f"{QUARTILE_TEXT} (n = {n})"))
     if stars:
-        entries.append((published_handle(""), f"published value at T = {horizon:,}"
-                        + (f"\n({published.source.split(',')[0]})" if published else "")))
+        source = textwrap.fill(f"({published.source})", 48) if published else ""
+        entries.append((published_handle(""), f"published value at T = {horizon:,}\n{source}"))
     if apart:
         entries.append((note_handle(""), apart))
     figure_legend(fig, entries)

@@ -355,7 +355,7 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
                            layout="constrained")
     artists = ablation_figure(ax, table, metrics, exp, reference, comparable(ref))
     ax.set_xlabel(np_label(reference).replace("\n", " "))
-    figure_title(fig, f"{figure or experiment}: component ablation (each row adds one component)")
+    figure_title(fig, f"{figure or experiment}: NP% as each row adds one component")
     figure_legend(fig, legend_entries(artists, n_text(table["_n"])))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
     caption = f"{experiment}: each row adds one component (paired t-tests over seeds)"

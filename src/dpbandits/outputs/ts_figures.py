@@ -19,6 +19,7 @@ from dpbandits.plots import (
     LEGEND_WIDTH,
     PUBLISHED_BAR,
     algorithm_color,
+    distinct_colors,
     epsilon_colors,
     errorbar_handle,
     figure_legend,
@@ -90,6 +91,7 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
                              figsize=(4.4 * ncols + LEGEND_WIDTH, 3.3 * nrows + 0.5))
     epsilons = sorted(private["epsilon"].unique())
     floor = uniform_np(metrics)
+    colors = distinct_colors(methods, exp)
     handles: dict[str, Any] = {}
     seen: dict[str, int] = {}
     bars = False
@@ -97,7 +99,7 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
         offsets = dict(zip(chosen, _dodge(len(chosen)), strict=True))
         for method in chosen:
             sub = private[private["method"] == method]
-            color, marker = algorithm_color(method, exp), variant_marker(method, exp)
+            color, marker = colors[method], variant_marker(method, exp)
             for which, style, face in (("default", "-", color), ("tuned", ":", "white")):
                 line = sub[sub[which] & ~(sub["default"] & (which == "tuned"))]
                 if line.empty:
@@ -114,14 +116,14 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
             if len(sub):
                 what = "reference" if sub["label"].iloc[0] == reference else "non-private"
                 text = f"{method} ({what})"
-                _entry(handles, reference_line(ax, sub["np"].iloc[0],
-                                               text, algorithm_color(method, exp), "--"), text)
+                _entry(handles, reference_line(ax, sub["np"].iloc[0], text, colors[method], "--"),
+                       text)
         floor_line = uniform_line(ax, floor)
         if floor_line is not None:
             _entry(handles, floor_line, floor_line.get_label())
         for claim in _range_claims(published):
             for method in (m for m in claim["algorithms"] if m in chosen):
-                color = algorithm_color(method, exp)
+                color = colors[method]
                 for eps in (e for e in claim["epsilons"] if e in epsilons):
                     ax.plot([eps * offsets[method]] * 2, [claim["low"], claim["high"]],
                             color=color, label=f"published: {method}", **PUBLISHED_BAR)
