@@ -16,8 +16,9 @@ median over trials and the band the interquartile range (`QUARTILE_TEXT`); capti
 
 Reading aids shared by the figures: one hue per ε (`epsilon_colors`), published values as
 black-edged stars (`published_marker`), horizontal reference lines (`reference_line`, gid
-"reference"), and one legend per figure to the right of the panels (`figure_legend`), for which
-`legend_width` inches are added to the figure so that the panels keep their size.
+"reference"), the title over the panels (`figure_title`) and one legend per figure to their
+right (`figure_legend`), for which `LEGEND_WIDTH` inches are added to the figure so that the
+panels keep their size.
 """
 
 from __future__ import annotations
@@ -68,8 +69,6 @@ UNIFORM_COLOR = "0.45"
 LEGEND_WIDTH = 2.9  # inches added to the right of the panels for the figure's legend
 MOST_CURVES = 6  # data series (curves) per panel at most
 PUBLISHED_BAR = {"lw": 6, "alpha": 0.35, "solid_capstyle": "butt", "gid": "published"}
-
-
 
 
 @dataclass(frozen=True)
@@ -406,10 +405,3 @@ def _metadata(suffix: str) -> dict[str, Any]:
     if suffix == ".pdf":
         return {"CreationDate": None, "ModDate": None}
     return {"Software": None}
-
-
-def series_label(algorithm: str, epsilon: str | float | None) -> str:
-    """Legend entry: the algorithm, with its ε when private."""
-    if epsilon in (None, "none") or (isinstance(epsilon, float) and epsilon != epsilon):
-        return algorithm
-    return f"{algorithm}, ε={epsilon}"

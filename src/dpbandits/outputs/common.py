@@ -50,11 +50,7 @@ def _code_state(label: str, exp: dict[str, Any]) -> str | None:
     for entry in exp.get("algorithms") or []:
         if entry.get("label", entry["policy"]) == label:
             state = (entry.get("params") or {}).get("code_state")
-            try:
-                defaults = get_policy_class(entry["policy"]).defaults
-            except KeyError:
-                defaults = {}
-            return state or defaults.get("code_state")
+            return state or get_policy_class(entry["policy"]).defaults.get("code_state")
     return None
 
 
@@ -117,8 +113,8 @@ def regret_curves(
     groups: list[str | None] = ([None] if baseline_colors else []) + private
     instances = sorted({int(c["instance_index"]) for c in shown})
     panels = [(index, group) for index in instances for group in groups]
-    ncols = min(len(groups), PANELS_PER_ROW) if len(groups) <= PANELS_PER_ROW \
-        else -(-len(groups) // -(-len(groups) // PANELS_PER_ROW))
+    rows_per_instance = -(-len(groups) // PANELS_PER_ROW)
+    ncols = -(-len(groups) // rows_per_instance)  # rows of about equal length
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
                              figsize=(PANEL_WIDTH * ncols + LEGEND_WIDTH,
