@@ -347,6 +347,12 @@ def figure_legend(fig: plt.Figure, entries: Sequence[tuple[Any, str]], fontsize:
                       fontsize=fontsize, frameon=False, **kwargs)
 
 
+def trials_text(values: Iterable[Any]) -> str:
+    """"10", or "2–10" when the number of trials differs between series (0, unknown, left out)."""
+    counts = sorted({int(v) for v in values if np.isfinite(v) and v}) or [0]
+    return f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+
+
 def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str, str],
                 most: int = MOST_CURVES) -> list[tuple[str, list[str]]]:
     """Methods into panels of one accounting mode each ("strict" first), in their order, a panel

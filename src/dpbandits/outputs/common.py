@@ -29,6 +29,7 @@ from dpbandits.plots import (
     published_handle,
     published_marker,
     save_figure,
+    trials_text,
     variant_marker,
     variant_rank,
 )
@@ -161,7 +162,7 @@ def regret_curves(
         ax.set_axis_off()
     for row in axes:
         row[0].set_ylabel("cumulative regret")
-    n = _n_text(trials)
+    n = trials_text(trials)
     only = {_facet_value(c, facet) for c in shown} if facet else set()
     where = f", {facet} = {next(iter(only)):g}" if len(only) == 1 else ""
     figure_title(fig, f"{figure or experiment}{where}: cumulative regret, median and "
@@ -178,12 +179,6 @@ def regret_curves(
         entries.append((note_handle(""), apart))
     figure_legend(fig, entries)
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_regret")
-
-
-def _n_text(values: list[int]) -> str:
-    """"10", or "2–10" when the number of trials differs between curves."""
-    values = [v for v in values if v] or [0]
-    return f"{values[0]}" if len(set(values)) == 1 else f"{min(values)}–{max(values)}"
 
 
 def final_regret_table(

@@ -26,7 +26,6 @@ from dpbandits.outputs.ts_figures import (
     amplification_figure,
     grid_panel,
     legend_entries,
-    n_text,
     np_figure,
     np_label,
     robustness_published,
@@ -41,6 +40,7 @@ from dpbandits.plots import (
     figure_title,
     reference_line,
     save_figure,
+    trials_text,
     uniform_line,
 )
 from dpbandits.scale import current_mark
@@ -356,7 +356,7 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
     artists = ablation_figure(ax, table, metrics, exp, reference, comparable(ref))
     ax.set_xlabel(np_label(reference).replace("\n", " "))
     figure_title(fig, f"{figure or experiment}: NP% as each row adds one component")
-    figure_legend(fig, legend_entries(artists, n_text(table["_n"])))
+    figure_legend(fig, legend_entries(artists, trials_text(table["_n"])))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
     caption = f"{experiment}: each row adds one component (paired t-tests over seeds)"
     if ref:
@@ -408,7 +408,7 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
     axes[0][0].set_ylabel(np_label(reference))
     figure_title(fig, f"{figure or experiment}: NP% over each grid, ε = "
                       f"{_eps_key(float(metrics['epsilon'].dropna().iloc[0]))}")
-    figure_legend(fig, legend_entries(artists, n_text(table["_n"])))
+    figure_legend(fig, legend_entries(artists, trials_text(table["_n"])))
     paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_robustness")
     caption = f"{experiment}: NP% over each grid (mean ± sd over seeds, 95% CI half-width)"
     if ref:

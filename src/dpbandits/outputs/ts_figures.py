@@ -31,6 +31,7 @@ from dpbandits.plots import (
     reference_line,
     save_figure,
     style_handle,
+    trials_text,
     uniform_line,
     variant_marker,
 )
@@ -50,12 +51,6 @@ def uniform_np(metrics: pd.DataFrame) -> float:
 def accounting_of(metrics: pd.DataFrame, column: str = "grid_of") -> dict[str, str]:
     """The accounting mode of each method (label) of the runs."""
     return {str(k): str(v) for k, v in metrics.groupby(column)["accounting"].first().items()}
-
-
-def n_text(values: Any) -> str:
-    """"12", or "2–12" when the number of seeds differs between points."""
-    values = sorted({int(v) for v in values if np.isfinite(v)}) or [0]
-    return f"{values[0]}" if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
 def _dodge(count: int, width: float = 0.15) -> list[float]:
@@ -141,7 +136,7 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
         ax.set_axis_off()
     for row in axes:
         row[0].set_ylabel(np_label(reference))
-    n = n_text(cells["n"])
+    n = trials_text(cells["n"])
     figure_title(fig, f"{figure or experiment}: NP% per method and ε (error bars: 95 % t-interval "
                       f"over {n} seeds)")
     entries = list((h, t) for t, h in handles.items())
@@ -225,7 +220,7 @@ def amplification_figure(experiment: str, table: pd.DataFrame, metrics: pd.DataF
     for row in axes:
         row[0].set_ylabel(np_label(reference))
     figure_title(fig, f"{figure or experiment}: amplification by Poisson subsampling")
-    key = errorbar_handle(n_text(table["_n"]))
+    key = errorbar_handle(trials_text(table["_n"]))
     entries = [(h, t) for t, h in handles.items()]
     entries += [(key, key.get_label())]
     if best:
