@@ -371,6 +371,19 @@ def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str
     return panels
 
 
+def panel_modes(panels: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """Each panel's accounting mode, numbered where a mode fills several panels
+    ("strict accounting (1 of 2)")."""
+    counts = {mode: sum(p[0] == mode for p in panels) for mode, _ in panels}
+    seen: dict[str, int] = {}
+    out = []
+    for mode, _ in panels:
+        seen[mode] = seen.get(mode, 0) + 1
+        part = f" ({seen[mode]} of {counts[mode]})" if counts[mode] > 1 else ""
+        out.append(f"{mode} accounting{part}")
+    return out
+
+
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
     """Write `stem.png` and `stem.pdf` (with the scale mark of the run, if any) and close."""
     note = current_mark()

@@ -31,6 +31,7 @@ from dpbandits.plots import (
     figure_legend,
     figure_title,
     pack_panels,
+    panel_modes,
     reference_line,
     save_figure,
 )
@@ -242,9 +243,8 @@ def ctr_curve(
                              figsize=(4.6 * ncols + LEGEND_WIDTH, 3.3 * nrows + 0.5))
     claims = (comparable(published.data if published else None) or {}).get("claims", [])
     entries: dict[str, Any] = {}
-    per_mode = {mode: sum(p[0] == mode for p in panels) for mode, _ in panels}
-    seen: dict[str, int] = {}
-    for ax, (mode, names) in zip(axes.flat, panels or [("strict", [])], strict=False):
+    panels = panels or [("strict", [])]
+    for ax, (_, names), title in zip(axes.flat, panels, panel_modes(panels), strict=False):
         last = 1.0
         for item in [*nonprivate, *(c for c in private if c["algorithm"] in names)]:
             t = item["checkpoints"].astype(float)
@@ -281,9 +281,7 @@ def ctr_curve(
             entries.setdefault(text, reference_line(ax, float(summary["log_ctr"].mean()), text,
                                                     "k", "--"))
         ax.set_xlabel("counted (effective) replay step")
-        seen[mode] = seen.get(mode, 0) + 1
-        part = f" ({seen[mode]} of {per_mode[mode]})" if per_mode.get(mode, 0) > 1 else ""
-        ax.set_title(f"ε = {tag}, {mode} accounting{part}", fontsize=9)
+        ax.set_title(f"ε = {tag}, {title}", fontsize=9)
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
     for row in axes:

@@ -26,6 +26,7 @@ from dpbandits.plots import (
     figure_title,
     note_handle,
     pack_panels,
+    panel_modes,
     plain_ticks,
     published_marker,
     reference_line,
@@ -79,7 +80,6 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
     tuned_apart = {m: bool((private[private["method"] == m]["tuned"]
                             & ~private[private["method"] == m]["default"]).any()) for m in shown}
     panels = pack_panels(shown, {m: 1 + tuned_apart[m] for m in shown}, accounting_of(metrics))
-    per_mode = {mode: sum(p[0] == mode for p in panels) for mode, _ in panels}
     ncols = min(2, len(panels))
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
@@ -88,9 +88,8 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
     floor = uniform_np(metrics)
     colors = distinct_colors(methods, exp)
     handles: dict[str, Any] = {}
-    seen: dict[str, int] = {}
     bars = False
-    for ax, (mode, chosen) in zip(axes.flat, panels, strict=False):
+    for ax, (_, chosen), title in zip(axes.flat, panels, panel_modes(panels), strict=False):
         offsets = dict(zip(chosen, _dodge(len(chosen)), strict=True))
         for method in chosen:
             sub = private[private["method"] == method]
@@ -129,9 +128,7 @@ def np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], metrics:
             ax.set_xlim(min(epsilons) / pad, max(epsilons) * pad)
             plain_ticks(ax.xaxis, epsilons)
         ax.set_xlabel("privacy budget ε")
-        seen[mode] = seen.get(mode, 0) + 1
-        part = f" ({seen[mode]} of {per_mode[mode]})" if per_mode[mode] > 1 else ""
-        ax.set_title(f"{mode} accounting{part}", fontsize=9)
+        ax.set_title(title, fontsize=9)
     for ax in axes.flat[len(panels):]:
         ax.set_axis_off()
     for row in axes:
