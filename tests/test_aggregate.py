@@ -30,6 +30,9 @@ def test_summary_and_curves(tmp_path):
     assert first["regret_mean"][-1] == pytest.approx(regrets.mean())
     assert first["regret_sd"][-1] == pytest.approx(regrets.std(ddof=1))
     assert np.all(first["regret_q05"] <= first["regret_q95"])
+    assert first["regret_q50"][-1] == pytest.approx(np.median(regrets))
+    assert first["regret_q25"][-1] == pytest.approx(np.quantile(regrets, 0.25))
+    assert first["regret_q75"][-1] == pytest.approx(np.quantile(regrets, 0.75))
 
 
 def test_refuses_corrupt_shard_naming_it(tmp_path):

@@ -171,3 +171,20 @@ def test_figures_are_byte_for_byte_deterministic(tmp_path: Path, suffix: str) ->
             save_figure(_figure(), tmp_path / name)
     one, two = ((tmp_path / f"{n}{suffix}").read_bytes() for n in ("one", "two"))
     assert one == two
+
+
+def test_panels_hold_one_accounting_mode_and_at_most_six_curves_in_order() -> None:
+    curves = {"a": 2, "b": 2, "c": 1, "d": 2, "amp": 1, "e": 1}
+    modes = {"amp": "paper"}
+    assert plots.pack_panels(list(curves), curves, modes) == [
+        ("strict", ["a", "b", "c"]), ("strict", ["d", "e"]), ("paper", ["amp"])]
+    assert plots.pack_panels(["big"], {"big": 8}, {}) == [("strict", ["big"])]  # never split
+
+
+def test_each_epsilon_has_its_own_hue_ordered_from_the_smallest() -> None:
+    colors = plots.epsilon_colors(["8", "none", "2", 4.0, "2.0"])
+    assert list(colors) == ["2", "4", "8"]
+    assert len(set(colors.values())) == 3
+    brightness = [sum(c) for c in colors.values()]
+    assert brightness == sorted(brightness)  # darkest for the smallest ε
+    assert plots.epsilon_colors(["none"]) == {}

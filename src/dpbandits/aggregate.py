@@ -58,11 +58,13 @@ def summary_rows(path: str | Path, shard: ShardData, extra: dict[str, Any]) -> l
 
 
 def curve_stats(curves: np.ndarray) -> dict[str, np.ndarray]:
-    """Mean, sd, standard error and 5/95 % quantiles across trials at each checkpoint."""
+    """Mean, sd, standard error and the 5/25/50/75/95 % quantiles across trials at each
+    checkpoint."""
     n = curves.shape[0]
     sd = curves.std(axis=0, ddof=1) if n > 1 else np.zeros(curves.shape[1])
-    q05, q95 = np.quantile(curves, [0.05, 0.95], axis=0)
-    return {"mean": curves.mean(axis=0), "sd": sd, "se": sd / np.sqrt(n), "q05": q05, "q95": q95}
+    q05, q25, q50, q75, q95 = np.quantile(curves, [0.05, 0.25, 0.5, 0.75, 0.95], axis=0)
+    return {"mean": curves.mean(axis=0), "sd": sd, "se": sd / np.sqrt(n), "q05": q05,
+            "q25": q25, "q50": q50, "q75": q75, "q95": q95}
 
 
 def spec_differences(stored: dict[str, Any], wanted: dict[str, Any]) -> list[str]:

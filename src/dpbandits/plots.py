@@ -11,11 +11,19 @@ first keeps the colour, the next ones are darker shades of it with their own mar
 the same order. Grid cells ("AdaPrivate-TS [B=100]") are their declared label's.
 
 Bands and error bars are 95 % t-intervals of the mean over trials, t_{0.975, n−1}·s.e.
-(dpbandits.stats), everywhere; captions say so (`BAND_TEXT`).
+(dpbandits.stats), except on the regret curves, whose runs can diverge: there the line is the
+median over trials and the band the interquartile range (`QUARTILE_TEXT`); captions say which.
+
+Reading aids shared by the figures: one hue per ε (`epsilon_colors`), published values as
+black-edged stars (`published_marker`), horizontal reference lines (`reference_line`, gid
+"reference"), the title over the panels (`figure_title`) and one legend per figure to their
+right (`figure_legend`), for which `LEGEND_WIDTH` inches are added to the figure so that the
+panels keep their size.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -51,7 +59,16 @@ DRAWN_POINTS = 1000  # of a curve: about a point per pixel of the widest panel a
 VARIANT_DARKEN = (0.0, 0.4, 0.2, 0.3, 0.1)
 VARIANT_MARKERS = ("o", "^", "s", "D", "v", "P", "X")
 BAND_TEXT = "95 % t-interval of the mean over trials"
+QUARTILE_TEXT = "line: median over trials; band: interquartile range"
 MARK_COLOR = "#b3261e"
+EPSILON_COLORMAP = "plasma"
+EPSILON_SPAN = (0.0, 0.8)  # of the colormap: its last fifth (yellow) is too light on white
+PUBLISHED_STYLE = {"marker": "*", "ms": 12, "mec": "black", "mew": 0.8, "ls": "none",
+                   "zorder": 6}
+UNIFORM_COLOR = "0.45"
+LEGEND_WIDTH = 2.9  # inches added to the right of the panels for the figure's legend
+MOST_CURVES = 6  # data series (curves) per panel at most
+PUBLISHED_BAR = {"lw": 6, "alpha": 0.35, "solid_capstyle": "butt", "gid": "published"}
 
 
 @dataclass(frozen=True)
@@ -237,6 +254,136 @@ def style_handle(text: str, linestyle: str = "-", marker: str | None = None,
     return Line2D([], [], color=color, ls=linestyle, marker=marker, label=text, **kwargs)
 
 
+def epsilon_order(epsilon: str | float) -> float:
+    """Sort key of an ε ("none", the non-private runs, first)."""
+    return -1.0 if epsilon in ("none", None) else float(epsilon)
+
+
+def epsilon_colors(epsilons: Iterable[str | float]) -> dict[str, RGB]:
+    """One hue per private ε (keys: the ε as "%g" text), smallest ε darkest, evenly spread over
+    the `EPSILON_COLORMAP`, so that the same ε has the same hue in every panel of a figure."""
+    values = sorted({f"{float(e):g}" for e in epsilons if e not in ("none", None)}, key=float)
+    cmap = plt.get_cmap(EPSILON_COLORMAP)
+    spots = np.linspace(*EPSILON_SPAN, len(values)) if len(values) > 1 \
+        else [EPSILON_SPAN[0]] * len(values)
+    return {v: tuple(float(c) for c in cmap(x)[:3]) for v, x in zip(values, spots, strict=True)}
+
+
+def reference_line(ax: Any, y: float, label: str, color: Any = "0.35", ls: str = ":",
+                   vertical: bool = False) -> Line2D:
+    """A labelled horizontal (or vertical) reference line, not a data curve (gid "reference")."""
+    draw = ax.axvline if vertical else ax.axhline
+    return draw(y, color=color, ls=ls, lw=1.0, label=label, gid="reference", zorder=1)
+
+
+def uniform_line(ax: Any, value: float, vertical: bool = False) -> Line2D | None:
+    """The NP% of choosing uniformly at random, where NP% compresses (docs/ts.md, "Metrics")."""
+    if not np.isfinite(value):
+        return None
+    return reference_line(ax, value, f"uniform random choice ({value:.1f})", UNIFORM_COLOR, "-.",
+                          vertical)
+
+
+def published_marker(ax: Any, x: Any, y: Any, color: Any, label: str = "published") \
+        -> Line2D:
+    """Published value(s) as black-edged stars in the colour of the series they belong to."""
+    (line,) = ax.plot(np.atleast_1d(x), np.atleast_1d(y), color=color, mfc=color, gid="published",
+                      label=label, **PUBLISHED_STYLE)
+    return line
+
+
+def comparable(published: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Published data to draw: none on a figure marked as of another scale than the paper's."""
+    return None if current_mark() else published
+
+
+def published_handle(text: str) -> Line2D:
+    """The legend entry of the published stars."""
+    return Line2D([], [], color="0.6", mfc="0.6", label=text, **PUBLISHED_STYLE)
+
+
+def note_handle(text: str) -> Line2D:
+    """A legend line of text only (no symbol)."""
+    return Line2D([], [], ls="none", label=text)
+
+
+def _legend_share(fig: plt.Figure) -> float:
+    """The fraction of the figure's width on its right kept for the figure's legend."""
+    return min(0.45, LEGEND_WIDTH / float(fig.get_figwidth()))
+
+
+def _reserve(fig: plt.Figure, right: float | None = None, top: float | None = None) -> None:
+    """Keep the panels (constrained layout) left of `right` and below `top` (figure fractions)."""
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
+    x0, y0, w, h = fig.get_layout_engine().get().get("rect", (0.0, 0.0, 1.0, 1.0))
+    w = w if right is None else right - x0
+    h = h if top is None else top - y0
+    fig.get_layout_engine().set(rect=(x0, y0, w, h))
+
+
+def figure_title(fig: plt.Figure, text: str, fontsize: float = 10) -> Any:
+    """The figure's title (gid "figure-title"), centred over the panels (left of the legend),
+    wrapped to their width, with room kept for it above them."""
+    share = _legend_share(fig)
+    chars = max(30, int((1.0 - share) * fig.get_figwidth() * 72 / (0.55 * fontsize)))
+    wrapped = textwrap.fill(text, chars)
+    lines = wrapped.count("\n") + 1
+    height = (lines * 1.3 * fontsize / 72 + 0.12) / float(fig.get_figheight())
+    _reserve(fig, top=1.0 - height)
+    return fig.text(0.5 * (1.0 - share), 1.0 - 0.04 / float(fig.get_figheight()), wrapped,
+                    ha="center", va="top", fontsize=fontsize, gid="figure-title")
+
+
+def figure_legend(fig: plt.Figure, entries: Sequence[tuple[Any, str]], fontsize: float = 7.5,
+                  **kwargs: Any) -> Any:
+    """One legend of (handle, text) entries for the whole figure, in a column of
+    `LEGEND_WIDTH` inches right of the panels (figures are made that much wider, so the
+    panels keep their size)."""
+    share = _legend_share(fig)
+    _reserve(fig, right=1.0 - share)
+    return fig.legend([h for h, _ in entries], [t for _, t in entries], loc="upper left",
+                      bbox_to_anchor=(1.0 - share + 0.01, 1.0), bbox_transform=fig.transFigure,
+                      fontsize=fontsize, frameon=False, **kwargs)
+
+
+def trials_text(values: Iterable[Any]) -> str:
+    """"10", or "2–10" when the number of trials differs between series (0, unknown, left out)."""
+    counts = sorted({int(v) for v in values if np.isfinite(v) and v}) or [0]
+    return f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}–{counts[-1]}"
+
+
+def pack_panels(methods: list[str], curves: dict[str, int], accounting: dict[str, str],
+                most: int = MOST_CURVES) -> list[tuple[str, list[str]]]:
+    """Methods into panels of one accounting mode each ("strict" first), in their order, a panel
+    filled up to `most` curves before the next begins (a method's curves stay together)."""
+    panels: list[tuple[str, list[str]]] = []
+    modes = list(dict.fromkeys(accounting.get(m, "strict") for m in methods))
+    for mode in sorted(modes, key=lambda m: m != "strict"):
+        current: list[str] = []
+        for method in (m for m in methods if accounting.get(m, "strict") == mode):
+            if current and sum(curves[m] for m in [*current, method]) > most:
+                panels.append((mode, current))
+                current = []
+            current.append(method)
+        if current:
+            panels.append((mode, current))
+    return panels
+
+
+def panel_modes(panels: Sequence[tuple[str, list[str]]]) -> list[str]:
+    """Each panel's accounting mode, numbered where a mode fills several panels
+    ("strict accounting (1 of 2)")."""
+    counts = {mode: sum(p[0] == mode for p in panels) for mode, _ in panels}
+    seen: dict[str, int] = {}
+    out = []
+    for mode, _ in panels:
+        seen[mode] = seen.get(mode, 0) + 1
+        part = f" ({seen[mode]} of {counts[mode]})" if counts[mode] > 1 else ""
+        out.append(f"{mode} accounting{part}")
+    return out
+
+
 def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
     """Write `stem.png` and `stem.pdf` (with the scale mark of the run, if any) and close."""
     note = current_mark()
@@ -252,13 +399,21 @@ def save_figure(fig: plt.Figure, stem: Path) -> list[Path]:
 
 
 def _draw_mark(fig: plt.Figure, note: str, height: float = 0.42) -> None:
-    """The scale mark in a band added above the figure's content (constrained layout)."""
+    """The scale mark in a band added above the figure's content (constrained layout): the
+    panels' area, the figure's title and legend keep their place, `height` inches lower."""
     if fig.get_layout_engine() is None:
         fig.set_layout_engine("constrained")
     width, old = fig.get_size_inches()
     fig.set_size_inches(width, old + height)
-    fig.get_layout_engine().set(rect=(0.0, 0.0, 1.0, old / (old + height)))
-    fig.text(0.5, 1.0 - 0.5 * height / (old + height), note.upper(), ha="center",
+    shrink = old / (old + height)
+    x0, y0, w, h = fig.get_layout_engine().get().get("rect", (0.0, 0.0, 1.0, 1.0))
+    fig.get_layout_engine().set(rect=(x0, y0 * shrink, w, h * shrink))
+    for text in fig.texts:
+        text.set_y(text.get_position()[1] * shrink)
+    for legend in fig.legends:
+        anchor = legend.get_bbox_to_anchor().transformed(fig.transFigure.inverted())
+        legend.set_bbox_to_anchor((anchor.x0, anchor.y1 * shrink), transform=fig.transFigure)
+    fig.text(x0 + 0.5 * w, 1.0 - 0.5 * height / (old + height), note.upper(), ha="center",
              va="center", fontsize=10, fontweight="bold", color=MARK_COLOR, gid="scale-mark",
              bbox={"boxstyle": "round,pad=0.35", "facecolor": "#fdecea",
                    "edgecolor": MARK_COLOR})
@@ -269,10 +424,3 @@ def _metadata(suffix: str) -> dict[str, Any]:
     if suffix == ".pdf":
         return {"CreationDate": None, "ModDate": None}
     return {"Software": None}
-
-
-def series_label(algorithm: str, epsilon: str | float | None) -> str:
-    """Legend entry: the algorithm, with its ε when private."""
-    if epsilon in (None, "none") or (isinstance(epsilon, float) and epsilon != epsilon):
-        return algorithm
-    return f"{algorithm}, ε={epsilon}"

@@ -10,10 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.collections import LineCollection
 from matplotlib.colors import to_rgb
 from matplotlib.container import ErrorbarContainer
-from matplotlib.image import AxesImage
 from matplotlib.patches import Rectangle
 from PIL import Image
 from scipy import stats
@@ -51,7 +49,8 @@ def _curve(algorithm: str, epsilon: str = "none", accounting: str = "strict") ->
     t = np.arange(1, 11)
     return {"algorithm": algorithm, "epsilon": epsilon, "instance_index": 0,
             "instance": {"S": 2.0}, "accounting": accounting, "checkpoints": t, "n_trials": 4,
-            "regret_mean": np.sqrt(t), "regret_se": 0.1 * np.ones(10)}
+            "regret_mean": np.sqrt(t), "regret_se": 0.1 * np.ones(10),
+            **{f"regret_q{q}": np.sqrt(t) for q in (25, 50, 75)}}
 
 
 def _glm_summary(horizon: int) -> pd.DataFrame:
@@ -60,7 +59,8 @@ def _glm_summary(horizon: int) -> pd.DataFrame:
 
 
 def _line_colors(fig: plt.Figure) -> dict[str, tuple]:
-    return {line.get_label(): to_rgb(line.get_color()) for line in fig.get_axes()[0].get_lines()}
+    return {line.get_label(): to_rgb(line.get_color()) for ax in fig.get_axes()
+            for line in ax.get_lines()}
 
 
 def _marks(fig: plt.Figure) -> list[str]:
@@ -113,16 +113,17 @@ def _half(data: pd.DataFrame, algorithm: str, eps: float) -> float:
 
 
 def test_regret_vs_epsilon_has_plain_ticks_and_95_percent_t_intervals(tmp_path, figures):
-    data = linear_summary(SCALE)
+    data = linear_summary(SCALE).assign(accounting="paper")
     get_output("regret_vs_epsilon").make("lin", {}, data, [], tmp_path)
     (fig,) = figures
     ax = fig.get_axes()[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0.1", "1", "100"]
     assert not [t.get_text() for t in ax.get_xticklabels(minor=True) if t.get_text()]
     assert all(t.get_text().replace(".", "").isdigit() for t in ax.get_yticklabels())
-    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend[0] == "NP (non-private)"
     assert legend[-1] == "shaded: 95 % t-interval of the mean over trials"
+    assert "C, paper accounting" in legend
     central = data[(data["algorithm"] == "C") & (data["epsilon"] == 0.1)]["regret"]
     tops = [c.get_paths()[0].vertices[:, 1].max() for c in ax.collections]
     assert central.mean() + _half(data, "C", 0.1) in [pytest.approx(t) for t in tops]
@@ -140,8 +141,9 @@ def test_table1_figure_has_error_bars_plain_eps_ticks_and_defines_np(tmp_path, f
     assert _errorbars(ax)
     assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "5"]
     assert ax.get_ylabel().startswith("NP% = 100 · reward / reward of LinTS")
-    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "LinTS (reference)" in texts and "dotted, open: best grid cell" in texts
+    assert any(t.startswith("uniform random choice (") for t in texts)
 
 
 ROBUST = {
@@ -170,28 +172,34 @@ def _robust_summary() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_a_one_column_grid_is_a_bar_chart_with_error_bars(tmp_path, figures):
+def test_a_grid_is_points_with_error_bars_on_an_axis_that_shows_the_differences(
+        tmp_path, figures):
     get_output("ts_robustness").make("x", ROBUST, _robust_summary(), [], tmp_path)
     (fig,) = figures
     for ax in fig.get_axes():
-        assert not [a for a in ax.get_children() if isinstance(a, AxesImage)]
-        bars = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]
-        assert len(bars) == 2 and all(b.get_y() == 0 for b in bars)
-        assert [c for c in ax.collections if isinstance(c, LineCollection)]  # error bars
+        assert not [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]
+        (bars,) = _errorbars(ax)
+        assert len(bars.lines[0].get_xdata()) == 2
+        # NP% about 95 here, uniform random 50: the axis starts at that floor, not at 0
+        assert 40 < ax.get_ylim()[0] <= 50
+        assert "strict accounting" in ax.get_title()
     assert fig.get_axes()[1].get_xlabel() == "v0"
     assert "gamma = 0.95" in fig.get_axes()[1].get_title()
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "uniform random choice (50.0)" in texts  # random_reward 50 of the reference's 100
 
 
-def test_ablation_bars_start_at_zero_with_error_bars(tmp_path, figures):
+def test_ablation_points_with_error_bars_name_each_rows_accounting(tmp_path, figures):
     data = summary_frame(base_rewards())
     get_output("ts_ablation").make("x", EXP, data, [], tmp_path, reference="LinTS",
                                    rows=["AdaPrivate-UCB", "AdaPrivate-TS [v=1.0]"])
     (fig,) = figures
     ax = fig.get_axes()[0]
-    assert [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(_errorbars(ax)) == 2
     assert "error bars: 95 % t-interval" in " ".join(
-        t.get_text() for t in ax.get_legend().get_texts())
-    assert ax.get_xlim()[0] == 0
+        t.get_text() for t in fig.legends[0].get_texts())
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "AdaPrivate-UCB\n(strict accounting)", "AdaPrivate-TS [v=1.0]\n(strict accounting)"]
 
 
 def test_every_figure_of_the_smoke_run_carries_the_mark(smoke_run: Path):

@@ -1,11 +1,20 @@
 """Real-data outputs: CTR table with CIs and % of the reference, claims, CTR figure."""
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from figure_checks import curves as panel_curves
+from figure_checks import (
+    figure_title,
+    legend_colour_mismatches,
+    legend_overlaps,
+    published_artists,
+)
 from scipy import stats
 
-from dpbandits.outputs import output_files
+from dpbandits.config import load_config
+from dpbandits.outputs import output_files, realdata
 from dpbandits.outputs.realdata import (
     best_per_base,
     ctr_curve,
@@ -104,3 +113,36 @@ def test_ctr_table_caption_names_the_archive_and_feature_mode(tmp_path):
     assert "0.5000" in rows[2] and "0.333" in rows[2]
     ctr_table("ts_x", {}, summary(), curves(), tmp_path, reference="LinTS")
     assert "sha256" not in (tmp_path / "tables" / "ts_x_ctr.md").read_text()
+
+
+def test_ctr_figure_of_twelve_algorithms_in_panels_of_one_accounting_mode(tmp_path,
+                                                                          monkeypatch):
+    """The paper-scale line-up at ε = 1: at most six curves a panel, the two non-private
+    references counted in each; the published CTR range (bars) and crossing step (a line)."""
+    exp = load_config(REPO / "config" / "config.yaml")["experiments"]["ts_movielens"]
+    t = np.arange(1, 1001)
+    items = [{"algorithm": e["label"], "epsilon": "none" if e["policy"] in ("LinUCB", "LinTS")
+              else "1", "accounting": e.get("accounting", "strict"), "checkpoints": t,
+              "reward_mean": (0.6 + 0.01 * k) * t, "reward_se": 0.01 * t, "n_trials": 5}
+             for k, e in enumerate(exp["algorithms"])]
+    kept = {}
+    monkeypatch.setattr(realdata, "save_figure", lambda fig, stem: kept.setdefault("fig", fig))
+    ctr_curve("ts_movielens", exp, summary(), items, tmp_path, epsilon=1.0,
+              figure="AdaPrivate-TS Sec. 5, MovieLens-25M",
+              published=published_entry(PUBLISHED, "realdata:ts_movielens"))
+    fig = kept["fig"]
+    panels = [ax for ax in fig.get_axes() if ax.axison]
+    assert all(len(panel_curves(ax)) <= 6 for ax in panels)
+    private = {line.get_label() for ax in panels for line in panel_curves(ax)
+               if "non-private" not in line.get_label()}
+    assert len(private) == 10  # every private algorithm drawn once
+    assert [ax.get_title() for ax in panels] == [
+        "ε = 1, strict accounting (1 of 3)", "ε = 1, strict accounting (2 of 3)",
+        "ε = 1, strict accounting (3 of 3)", "ε = 1, paper accounting"]
+    assert figure_title(fig).startswith("AdaPrivate-TS Sec. 5, MovieLens-25M: CTR over time")
+    assert legend_overlaps(fig) == [] and legend_colour_mismatches(fig) == []
+    lines = [tuple(a.get_ydata()) for a in published_artists(fig)]
+    assert lines.count((0.717, 0.726)) == 8  # the eight event-level methods the claim names
+    crossing = [a for a in published_artists(fig) if tuple(a.get_ydata()) == (0, 1)]
+    assert [set(a.get_xdata()) for a in crossing] == [{800.0}]  # AdaPrivate-TS's panel only
+    plt.close(fig)

@@ -2,35 +2,78 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
+from matplotlib.ticker import MaxNLocator
 
 from dpbandits import stats
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import mean_sd, write_table
 from dpbandits.plots import (
-    BAND_TEXT,
+    LEGEND_WIDTH,
+    QUARTILE_TEXT,
     band_handle,
-    ci95,
     distinct_colors,
     drawn_points,
-    lighten,
+    epsilon_colors,
+    epsilon_order,
+    figure_legend,
+    figure_title,
+    note_handle,
+    published_handle,
+    published_marker,
     save_figure,
-    series_label,
-    style_handle,
+    trials_text,
     variant_marker,
     variant_rank,
 )
+
+PANEL_WIDTH, PANEL_HEIGHT = 3.6, 2.9  # inches of one regret panel
+PANELS_PER_ROW = 4
 
 
 def _facet_value(item: dict[str, Any], facet: str | None) -> Any:
     if facet is None:
         return None
     return item["instance"].get(facet, item.get(facet))
+
+
+def _code_state(label: str, exp: dict[str, Any]) -> str | None:
+    """The code state a label runs (its params, else its policy's default), if it has one."""
+    from dpbandits.policies import get_policy_class
+
+    for entry in exp.get("algorithms") or []:
+        if entry.get("label", entry["policy"]) == label:
+            state = (entry.get("params") or {}).get("code_state")
+            return state or get_policy_class(entry["policy"]).defaults.get("code_state")
+    return None
+
+
+def panel_heading(label: str | None, accounting: str | None, exp: dict[str, Any]) -> str:
+    """What a panel of private runs holds: the algorithm, its code state and accounting mode."""
+    if label is None:
+        return "non-private algorithms"
+    state = _code_state(label, exp)
+    parts = [f"code state {state}"] if state else []
+    return f"{label}\n" + " · ".join([*parts, f"{accounting} accounting"])
+
+
+def _published_values(published: PublishedEntry | None, horizon: int) \
+        -> tuple[dict[str, dict[float, float]], str | None]:
+    """The published end values at this horizon, and a note when they are at another one."""
+    ref = published.data if published else None
+    if not ref:
+        return {}, None
+    if ref.get("horizon") != horizon:
+        return {}, f"published values at T = {ref.get('horizon')}, not shown (run T = {horizon})"
+    return {name: {float(k): float(v) for k, v in row.items()}
+            for name, row in (ref.get("values") or {}).items()}, None
 
 
 def regret_curves(
@@ -41,87 +84,101 @@ def regret_curves(
     paper_dir: Path,
     facet: str | None = None,
     epsilons: list[float] | None = None,
+    figure: str | None = None,
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
-    """Cumulative regret vs t, mean with its 95 % t-interval band, one panel per facet value.
-
-    Project colour per algorithm (a later variant darker, with markers), lighter for smaller ε;
-    dashed lines are paper accounting.
-    """
-    kappa = {int(i): k for i, k in summary.groupby("instance_index")["kappa"].first().items()} \
-        if "kappa" in summary else {}
+    """Cumulative regret vs t: median over trials with the interquartile band (robust to diverged
+    runs), one row of panels per facet value: the non-private algorithms, then one panel per
+    private label (one code state, one accounting mode) with a hue per ε; published end values
+    as stars at T."""
     shown = sorted(
         (c for c in curves if not (epsilons and c["epsilon"] != "none"
                                    and float(c["epsilon"]) not in epsilons)),
-        key=lambda c: (c["algorithm"], _epsilon_order(c["epsilon"])),
+        key=lambda c: (c["algorithm"], epsilon_order(c["epsilon"])),
     )
-    colors = distinct_colors((c["algorithm"] for c in shown), exp)
-    levels = {a: sorted({c["epsilon"] for c in shown if c["algorithm"] == a}, key=_epsilon_order)
-              for a in colors}
-    panels = sorted({(_facet_value(c, facet), int(c["instance_index"])) for c in shown},
-                    key=lambda p: (p[1]))
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.9 * len(panels) + 2.4, 3.5),
-                             squeeze=False, layout="constrained")
+    missing = [c["algorithm"] for c in shown if "regret_q50" not in c]
+    if missing:
+        raise ValueError(f"curves of {experiment} lack the median (regret_q50) for "
+                         f"{missing[0]!r}; allowed: curves.h5 written by dpbandits.aggregate "
+                         "with quartiles (re-run the aggregation)")
+    kappa = {int(i): k for i, k in summary.groupby("instance_index")["kappa"].first().items()} \
+        if "kappa" in summary else {}
+    horizon = int(summary["T"].max()) if "T" in summary else int(shown[0]["checkpoints"][-1])
+    values, apart = _published_values(published, horizon)
+    baseline_colors = distinct_colors(
+        (c["algorithm"] for c in shown if c["epsilon"] == "none"), exp)
+    hues = epsilon_colors(c["epsilon"] for c in shown)
+    declared = [e.get("label", e["policy"]) for e in exp.get("algorithms") or []]
+    private = sorted(dict.fromkeys(c["algorithm"] for c in shown if c["epsilon"] != "none"),
+                     key=lambda a: declared.index(a) if a in declared else len(declared))
+    groups: list[str | None] = ([None] if baseline_colors else []) + private
+    instances = sorted({int(c["instance_index"]) for c in shown})
+    panels = [(index, group) for index in instances for group in groups]
+    rows_per_instance = -(-len(groups) // PANELS_PER_ROW)
+    ncols = -(-len(groups) // rows_per_instance)  # rows of about equal length
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(PANEL_WIDTH * ncols + LEGEND_WIDTH,
+                                      PANEL_HEIGHT * nrows + 0.5))
     trials = sorted({int(c.get("n_trials", 0)) for c in shown})
-    for ax, (value, index) in zip(axes[0], panels, strict=True):
-        for item in shown:
-            if int(item["instance_index"]) != index:
-                continue
+    stars = False
+    for ax, (index, group) in zip(axes.flat, panels, strict=False):
+        items = [c for c in shown if int(c["instance_index"]) == index
+                 and (c["algorithm"] == group if group else c["epsilon"] == "none")]
+        tops = [0.0]
+        for item in items:
+            eps = item["epsilon"]
+            color = baseline_colors[item["algorithm"]] if eps == "none" \
+                else hues[f"{float(eps):g}"]
+            label = item["algorithm"] if eps == "none" else f"ε = {float(eps):g}"
             drawn = drawn_points(len(item["checkpoints"]))
             t = item["checkpoints"][drawn]
-            mean = item["regret_mean"][drawn]
-            half = ci95(item["regret_se"][drawn], int(item.get("n_trials", 0)))
-            eps_levels = levels[item["algorithm"]]
-            rank = eps_levels.index(item["epsilon"])
-            color = lighten(colors[item["algorithm"]],
-                            0.55 * (len(eps_levels) - 1 - rank) / max(1, len(eps_levels) - 1))
-            style = "--" if item.get("accounting") == "paper" else "-"
             marker = variant_marker(item["algorithm"], exp) \
-                if variant_rank(item["algorithm"], exp) else None
-            label = series_label(item["algorithm"], item["epsilon"])
-            ax.plot(t, mean, style, color=color, label=label, lw=1.4, marker=marker, ms=3.5,
-                    markevery=0.1)
-            if np.isfinite(half).any():
-                ax.fill_between(t, mean - half, mean + half, color=color, alpha=0.2, lw=0)
-        title = f"{experiment}, {facet} = {value}" if facet else experiment
+                if eps == "none" and variant_rank(item["algorithm"], exp) else None
+            ax.plot(t, item["regret_q50"][drawn], "-", color=color, lw=1.5, label=label,
+                    marker=marker, ms=3.5, markevery=0.1)
+            ax.fill_between(t, item["regret_q25"][drawn], item["regret_q75"][drawn],
+                            color=color, alpha=0.2, lw=0)
+            tops.append(float(np.max(item["regret_q75"])))
+            name = item["algorithm"] if eps == "none" \
+                else f"{item['algorithm']} ε={float(eps):g}"
+            value = values.get(name, {}).get(float(_facet_value(item, facet) or 0.0)) \
+                if facet else None
+            if value is not None:
+                published_marker(ax, horizon, value, color, f"published: {name}")
+                tops.append(value)
+                stars = True
+        value = _facet_value(items[0], facet) if items and facet else None
+        where = f"{facet} = {value:g}" if value is not None else ""
         if index in kappa:
-            title += f" (κ = {kappa[index]:.2f})"
-        ax.set_title(title, fontsize=10)
+            where += f" (κ = {kappa[index]:.2f})"
+        accounting = items[0].get("accounting") if items else None
+        ax.set_title(" · ".join(p for p in (where, panel_heading(group, accounting, exp)) if p),
+                     fontsize=8)
         ax.set_xlabel("round t")
-        ax.set_ylim(0, _top(shown, index))
-    axes[0][0].set_ylabel("mean cumulative regret")
-    handles = {}
-    for ax in axes[0]:
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            handles.setdefault(label, handle)
-    keys = [band_handle(text=f"shaded: {BAND_TEXT} (n = {_n_text(trials)})")]
-    if any(c.get("accounting") == "paper" for c in shown):
-        keys.append(style_handle("dashed: paper accounting", "--"))
-    axes[0][-1].legend([*handles.values(), *keys],
-                       [*handles.keys(), *(k.get_label() for k in keys)],
-                       fontsize=7, loc="center left", bbox_to_anchor=(1.03, 0.5))
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.set_ylim(0, 1.08 * max(tops) or 1.0)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    for row in axes:
+        row[0].set_ylabel("cumulative regret")
+    n = trials_text(trials)
+    only = {_facet_value(c, facet) for c in shown} if facet else set()
+    where = f", {facet} = {next(iter(only)):g}" if len(only) == 1 else ""
+    figure_title(fig, f"{figure or experiment}{where}: cumulative regret, median and "
+                      f"interquartile range over {n} trials")
+    entries: list[tuple[Any, str]] = [
+        (Line2D([], [], color=c, lw=1.5, ms=3.5, marker=variant_marker(a, exp)
+                if variant_rank(a, exp) else None), a) for a, c in baseline_colors.items()]
+    entries += [(Line2D([], [], color=c, lw=1.5), f"ε = {e}") for e, c in hues.items()]
+    entries.append((band_handle(text=""), f"{QUARTILE_TEXT} (n = {n})"))
+    if stars:
+        source = textwrap.fill(f"({published.source})", 48) if published else ""
+        entries.append((published_handle(""), f"published value at T = {horizon:,}\n{source}"))
+    if apart:
+        entries.append((note_handle(""), apart))
+    figure_legend(fig, entries)
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_regret")
-
-
-def _top(curves: list[dict[str, Any]], index: int) -> float:
-    """Upper y limit of a panel: the highest band, at most 1.3 × the highest mean (wider bands
-    are cut at the frame)."""
-    means, highs = [0.0], [0.0]
-    for c in curves:
-        if int(c["instance_index"]) == index:
-            half = ci95(c["regret_se"], int(c.get("n_trials", 0)))
-            means.append(float(np.max(c["regret_mean"])))
-            highs.append(float(np.nanmax(c["regret_mean"] + np.nan_to_num(half))))
-    return max(min(max(highs), 1.3 * max(means)), 1.05 * max(means), 1e-9)
-
-
-def _n_text(values: list[int]) -> str:
-    """"10", or "2–10" when the number of trials differs between curves."""
-    values = [v for v in values if v] or [0]
-    return f"{values[0]}" if len(set(values)) == 1 else f"{min(values)}–{max(values)}"
-
-
-def _epsilon_order(epsilon: str) -> float:
-    return -1.0 if epsilon == "none" else float(epsilon)
 
 
 def final_regret_table(

@@ -17,11 +17,17 @@ from dpbandits.outputs.files import stem as _stem
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_csv, write_table
 from dpbandits.plots import (
+    LEGEND_WIDTH,
     algorithm_color,
     band_handle,
     ci95,
+    figure_legend,
+    figure_title,
     log_ticks,
+    note_handle,
     plain_ticks,
+    published_handle,
+    published_marker,
     save_figure,
     variant_marker,
 )
@@ -78,17 +84,24 @@ def regret_vs_epsilon(
     summary: pd.DataFrame,
     curves: list[dict[str, Any]],
     paper_dir: Path,
+    figure: str | None = None,
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
     """R_T against ε (ε0 for the local model): mean with its 95 % t-interval over seeds; the
-    non-private baselines as horizontal lines with their interval."""
+    non-private baselines as horizontal lines with their interval; each private algorithm's
+    accounting mode in its legend entry; published values as stars where there are any."""
     stats = final_regret_stats(summary)
     stem = _stem(experiment, "regret_vs_epsilon")
-    fig, ax = plt.subplots(figsize=(7.8, 4.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(5.4 + LEGEND_WIDTH, 4.2), layout="constrained")
     exp = _with_policies(exp, summary)
     private = stats[stats["epsilon"].notna()]
     eps_values = sorted(private["epsilon"].unique()) if len(private) else [1.0]
     order = {role: i for i, role in enumerate(ROLES.values())}
     groups = sorted(stats.groupby("algorithm"), key=lambda g: order.get(g[1]["role"].iloc[0], 9))
+    modes = dict(summary.groupby("algorithm")["accounting"].first()) \
+        if "accounting" in summary else {}
+    ref = published.data if published else {}
+    values = ref.get("values") or {} if ref.get("horizon") == int(summary["T"].iloc[0]) else {}
     handles = []
     for algorithm, df in groups:
         df = df.sort_values("epsilon")
@@ -97,17 +110,21 @@ def regret_vs_epsilon(
         low, high = df["regret_mean"] - half, df["regret_mean"] + half
         if df["epsilon"].isna().all():
             style = "--" if df["role"].iloc[0] == "nonprivate" else ":"
-            line = ax.axhline(df["regret_mean"].iloc[0], color=color, ls=style, lw=1.3)
-            if np.isfinite(half[0]):
-                ax.axhspan(low.iloc[0], high.iloc[0], color=color, alpha=0.15, lw=0)
             name = algorithm if "non-private" in algorithm.lower() \
                 else f"{algorithm} (non-private)"
+            line = ax.axhline(df["regret_mean"].iloc[0], color=color, ls=style, lw=1.3,
+                              gid="reference", label=name)
+            if np.isfinite(half[0]):
+                ax.axhspan(low.iloc[0], high.iloc[0], color=color, alpha=0.15, lw=0)
             handles.append(((line, Patch(facecolor=color, alpha=0.15)), name))
             continue
+        text = f"{algorithm}, {modes.get(algorithm, 'strict')} accounting"
         (line,) = ax.plot(df["epsilon"], df["regret_mean"], "-", marker=variant_marker(
-            algorithm, exp), ms=3.5, color=color)
+            algorithm, exp), ms=3.5, color=color, label=text)
         ax.fill_between(df["epsilon"], low, high, color=color, alpha=0.25, lw=0)
-        handles.append(((line, Patch(facecolor=color, alpha=0.25)), algorithm))
+        handles.append(((line, Patch(facecolor=color, alpha=0.25)), text))
+        for eps, value in (values.get(algorithm) or {}).items():
+            published_marker(ax, float(eps), float(value), color, f"published: {algorithm}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(min(eps_values) / 1.15, max(eps_values) * 1.15)
@@ -119,12 +136,14 @@ def regret_vs_epsilon(
     ax.set_xlabel("privacy budget ε (ε0 for the local model)")
     ax.set_ylabel("total regret $R_T$")
     horizon = int(summary["T"].iloc[0])
-    ax.set_title(f"{experiment}: total regret at T = {horizon:,}, mean over "
-                 f"{int(stats['n'].max())} seeds", fontsize=9)
+    figure_title(fig, f"{figure or experiment}: total regret at T = {horizon:,}, mean over "
+                      f"{int(stats['n'].max())} seeds")
     handles.append((band_handle(), band_handle().get_label()))
-    ax.legend([h for h, _ in handles], [t for _, t in handles], fontsize=7,
-              handler_map={tuple: HandlerTuple(ndivide=1)}, loc="upper left",
-              bbox_to_anchor=(1.02, 1.0))
+    if values:
+        handles.append((published_handle(""), f"published ({published.source})"))
+    elif published:
+        handles.append((note_handle(""), "published: no plotted values available"))
+    figure_legend(fig, handles, handler_map={tuple: HandlerTuple(ndivide=1)})
     paths = save_figure(fig, paper_dir / "figures" / stem)
     table = stats.assign(
         epsilon=stats["epsilon"].map(lambda e: "—" if pd.isna(e) else f"{e:g}"),

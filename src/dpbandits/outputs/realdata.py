@@ -5,12 +5,14 @@ feature mode (docs/realdata.md, "Provenance")."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from dpbandits import stats
 from dpbandits.config import format_epsilon
@@ -18,12 +20,20 @@ from dpbandits.data.provenance import data_note
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
 from dpbandits.plots import (
+    LEGEND_WIDTH,
+    MOST_CURVES,
+    PUBLISHED_BAR,
     band_handle,
     ci95,
+    comparable,
     distinct_colors,
     drawn_points,
+    figure_legend,
+    figure_title,
+    pack_panels,
+    panel_modes,
+    reference_line,
     save_figure,
-    series_label,
 )
 
 
@@ -194,6 +204,14 @@ def ctr_table(
     return paths
 
 
+def ctr_panels(chosen: list[str], accounting: dict[str, str], references: int) \
+        -> list[tuple[str, list[str]]]:
+    """The private algorithms in panels of one accounting mode, at most six curves a panel
+    counting the non-private references drawn in each."""
+    return pack_panels(chosen, dict.fromkeys(chosen, 1), accounting,
+                       max(1, MOST_CURVES - references))
+
+
 def ctr_curve(
     experiment: str,
     exp: dict[str, Any],
@@ -203,33 +221,79 @@ def ctr_curve(
     epsilon: float = 1.0,
     algorithms: list[str] | None = None,
     skip: int = 50,
+    figure: str | None = None,
+    published: PublishedEntry | None = None,
 ) -> list[Path]:
     """Running CTR (cumulative reward / counted rounds) against the counted ("effective") step
-    at one ε, non-private references included; bands: the 95 % t-interval across trials."""
+    at one ε: panels of private algorithms of one accounting mode, the non-private ones dotted in
+    each, the log's uniform choice dashed; bands: the 95 % t-interval across trials; published
+    CTR ranges at ε as bars at the last step, a published crossing step as a vertical line."""
     tag = format_epsilon(epsilon)
-    fig, ax = plt.subplots(figsize=(6.0, 3.6))
     chosen = [c for c in sorted(curves, key=lambda c: c["algorithm"])
               if c["epsilon"] in (tag, "none")
               and (not algorithms or c["algorithm"] in algorithms)]
-    colors = distinct_colors([c["algorithm"] for c in chosen])
-    for item in chosen:
-        t = item["checkpoints"].astype(float)
-        keep = np.flatnonzero(t > min(skip, t[-1] - 1))
-        keep = keep[drawn_points(len(keep))]
-        mean = item["reward_mean"][keep] / t[keep]
-        se = item["reward_se"][keep] / t[keep]
-        color = colors[item["algorithm"]]
-        style = ":" if item["epsilon"] == "none" else "-"
-        ax.plot(t[keep], mean, style, color=color, lw=1.4,
-                label=series_label(item["algorithm"], item["epsilon"]))
-        half = ci95(se, int(item["n_trials"]))
-        ax.fill_between(t[keep], mean - half, mean + half, color=color, alpha=0.15, lw=0)
-    if "log_ctr" in summary:
-        ax.axhline(float(summary["log_ctr"].mean()), color="k", ls="--", lw=0.8,
-                   label="uniform choice (log CTR)")
-    ax.set_xlabel("counted (effective) replay step")
-    ax.set_ylabel("running CTR")
-    ax.add_artist(ax.legend(handles=[band_handle()], fontsize=7, loc="lower right"))
-    ax.set_title(f"{experiment}: CTR over time, ε = {tag}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    colors = distinct_colors([c["algorithm"] for c in chosen], exp)
+    nonprivate = [c for c in chosen if c["epsilon"] == "none"]
+    private = [c for c in chosen if c["epsilon"] != "none"]
+    accounting = {c["algorithm"]: str(c.get("accounting", "strict")) for c in private}
+    panels = ctr_panels([c["algorithm"] for c in private], accounting, len(nonprivate))
+    ncols = min(2, max(1, len(panels)))
+    nrows = max(1, -(-len(panels) // ncols))
+    fig, axes = plt.subplots(nrows, ncols, squeeze=False, layout="constrained",
+                             figsize=(4.6 * ncols + LEGEND_WIDTH, 3.3 * nrows + 0.5))
+    claims = (comparable(published.data if published else None) or {}).get("claims", [])
+    entries: dict[str, Any] = {}
+    panels = panels or [("strict", [])]
+    for ax, (_, names), title in zip(axes.flat, panels, panel_modes(panels), strict=False):
+        last = 1.0
+        for item in [*nonprivate, *(c for c in private if c["algorithm"] in names)]:
+            t = item["checkpoints"].astype(float)
+            keep = np.flatnonzero(t > min(skip, t[-1] - 1))
+            keep = keep[drawn_points(len(keep))]
+            mean = item["reward_mean"][keep] / t[keep]
+            se = item["reward_se"][keep] / t[keep]
+            color = colors[item["algorithm"]]
+            label = f"{item['algorithm']} (non-private)" if item["epsilon"] == "none" \
+                else item["algorithm"]
+            (line,) = ax.plot(t[keep], mean, ":" if item["epsilon"] == "none" else "-",
+                              color=color, lw=1.4, label=label)
+            entries.setdefault(label, line)
+            half = ci95(se, int(item["n_trials"]))
+            ax.fill_between(t[keep], mean - half, mean + half, color=color, alpha=0.15, lw=0)
+            last = max(last, float(t[-1]))
+        for claim in claims:
+            if claim.get("kind") == "range" and float(claim.get("epsilon", -1)) == epsilon:
+                for name in (n for n in names if n in claim.get("algorithms", [])):
+                    ax.plot([last * 1.01] * 2, [claim["low"], claim["high"]],
+                            color=colors[name], label=f"published: {name}", **PUBLISHED_BAR)
+                    entries.setdefault("published CTR range at ε (paper text)", Line2D(
+                        [], [], color="0.5", lw=6, alpha=0.35))
+            if claim.get("kind") == "crossing" and float(claim.get("epsilon", -1)) == epsilon \
+                    and claim.get("algorithm") in names:
+                step = _published_step(claim.get("published", ""))
+                if step is not None:
+                    text = f"published: {claim['algorithm']} overtakes {claim['over']}"
+                    entries.setdefault(text, reference_line(ax, step, text, "0.5", "--",
+                                                            vertical=True))
+                    entries[text].set_gid("published")
+        if "log_ctr" in summary:
+            text = "uniform choice (the log's CTR)"
+            entries.setdefault(text, reference_line(ax, float(summary["log_ctr"].mean()), text,
+                                                    "k", "--"))
+        ax.set_xlabel("counted (effective) replay step")
+        ax.set_title(f"ε = {tag}, {title}", fontsize=9)
+    for ax in axes.flat[len(panels):]:
+        ax.set_axis_off()
+    for row in axes:
+        row[0].set_ylabel("running CTR")
+    figure_title(fig, f"{figure or experiment}: CTR over time, ε = {tag}")
+    legend = [(h, t) for t, h in entries.items()]
+    legend.append((band_handle(), band_handle().get_label()))
+    figure_legend(fig, legend)
     return save_figure(fig, paper_dir / "figures" / f"{experiment}_ctr")
+
+
+def _published_step(text: str) -> float | None:
+    """The step of a published "after ~800 effective steps" statement."""
+    found = re.search(r"(\d[\d,]*)\s+effective", str(text))
+    return float(found.group(1).replace(",", "")) if found else None

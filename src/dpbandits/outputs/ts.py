@@ -16,25 +16,32 @@ from typing import Any
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.legend_handler import HandlerTuple
-from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
 
 from dpbandits import stats
 from dpbandits.config import expand_algorithms, instance_grid
 from dpbandits.errors import ConfigError
+from dpbandits.outputs.ts_figures import (
+    ablation_figure,
+    accounting_of,
+    amplification_figure,
+    grid_panel,
+    legend_entries,
+    np_figure,
+    np_label,
+    robustness_published,
+    uniform_np,
+)
 from dpbandits.paper.published import PublishedEntry
 from dpbandits.paper.tables import write_table
 from dpbandits.plots import (
-    BAND_TEXT,
-    algorithm_color,
-    band_handle,
-    errorbar_handle,
-    lighten,
-    plain_ticks,
+    LEGEND_WIDTH,
+    comparable,
+    figure_legend,
+    figure_title,
+    reference_line,
     save_figure,
-    style_handle,
-    variant_marker,
+    trials_text,
+    uniform_line,
 )
 from dpbandits.scale import current_mark
 
@@ -175,7 +182,8 @@ def grid_cells(exp: dict[str, Any], metrics: pd.DataFrame) -> pd.DataFrame:
 
 def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
               paper_dir: Path, reference: str = REFERENCE, published: PublishedEntry | None = None,
-              comparisons: list[dict[str, Any]] | None = None) -> list[Path]:
+              comparisons: list[dict[str, Any]] | None = None,
+              figure: str | None = None) -> list[Path]:
     """Table 1: NP% (default and tuned cell) per method and ε, with paired TS-vs-UCB tests."""
     metrics = trial_metrics(exp, summary, reference)
     cells = grid_cells(exp, metrics)
@@ -214,74 +222,8 @@ def ts_table1(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curve
     out = cells.drop(columns=["order"]).sort_values(["method", "epsilon", "label"])
     stem = paper_dir / "tables" / f"{experiment}_cells"
     paths += write_table(out.round(4), stem, f"{experiment}: every grid cell")
-    return paths + _np_figure(experiment, cells, methods, paper_dir, reference, exp)
-
-
-def np_label(reference: str) -> str:
-    """Axis label defining NP% against the reference (docs/ts.md, "Metrics")."""
-    return f"NP% = 100 · reward / reward of {reference}\n(expected reward, same seed)"
-
-
-def _dodge(count: int, width: float = 0.15) -> list[float]:
-    """Multiplicative x offsets spreading `count` series over `width` decades of a log axis."""
-    step = min(0.03, width / max(1, count - 1))
-    return [10 ** ((i - (count - 1) / 2) * step) for i in range(count)]
-
-
-def _np_figure(experiment: str, cells: pd.DataFrame, methods: list[str], paper_dir: Path,
-               reference: str, exp: dict[str, Any] | None = None) -> list[Path]:
-    """NP% against ε with 95 % t-intervals: default cell (solid) and best cell (dotted, open
-    marker) per private method; non-private methods as dashed lines."""
-    fig, ax = plt.subplots(figsize=(8.4, 4.2), layout="constrained")
-    private = cells[cells["epsilon"].notna()]
-    shown = [m for m in methods if not private[private["method"] == m].empty]
-    offsets = dict(zip(shown, _dodge(len(shown)), strict=True))
-    handles: list[Any] = []
-    tuned = False
-    for method in shown:
-        sub = private[private["method"] == method]
-        color, marker = algorithm_color(method, exp), variant_marker(method, exp)
-        for which, style, face in (("default", "-", color), ("tuned", ":", "white")):
-            line = sub[sub[which] & ~(sub["default"] & (which == "tuned"))]
-            line = line.sort_values("epsilon")  # a best cell that is the default: drawn once
-            if line.empty:
-                continue
-            bars = ax.errorbar(line["epsilon"] * offsets[method], line["np"],
-                               yerr=line["np_ci"], fmt=style, marker=marker, color=color,
-                               mfc=face, ms=4, lw=1, capsize=2)
-            if which == "default":
-                handles.append(bars)
-                bars.set_label(method)
-            tuned |= which == "tuned"
-    for method in methods:
-        sub = cells[(cells["method"] == method) & cells["epsilon"].isna() & cells["default"]]
-        if len(sub):
-            what = "reference" if sub["label"].iloc[0] == reference else "non-private"
-            handles.append(ax.axhline(sub["np"].iloc[0], color=algorithm_color(method, exp),
-                                      lw=1.0, ls="--", label=f"{method} ({what})"))
-    epsilons = sorted(private["epsilon"].unique())
-    ax.set_xscale("log")
-    if epsilons:
-        pad = 1.25 * max([*offsets.values(), 1.0])
-        ax.set_xlim(min(epsilons) / pad, max(epsilons) * pad)
-        plain_ticks(ax.xaxis, epsilons)
-    ax.set_xlabel("privacy budget ε")
-    ax.set_ylabel(np_label(reference))
-    n = _n_text(cells["n"])
-    ax.set_title(f"{experiment}: NP% per method and ε, error bars: 95 % t-interval over {n} "
-                 "seeds", fontsize=8)
-    keys = [style_handle("solid, filled: default grid cell", "-", "o"),
-            style_handle("dotted, open: best grid cell", ":", "o", mfc="white")] if tuned else []
-    ax.legend([*handles, *keys], [*(h.get_label() for h in handles),
-                                  *(k.get_label() for k in keys)],
-              fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    return save_figure(fig, paper_dir / "figures" / f"{experiment}_np")
-
-
-def _n_text(values: Any) -> str:
-    """"12", or "2–12" when the number of seeds differs between points."""
-    values = sorted({int(v) for v in values if np.isfinite(v)}) or [0]
-    return f"{values[0]}" if len(values) == 1 else f"{values[0]}–{values[-1]}"
+    return paths + np_figure(experiment, cells, methods, metrics, paper_dir, reference, exp,
+                             figure, comparable(ref))
 
 
 def _base(method: str) -> str:
@@ -340,7 +282,8 @@ def _p(p: float) -> str:
 def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                      paper_dir: Path, base: str = "AdaPrivate-TS",
                      amplified: str = "AdaPrivate-TS-Amp", reference: str = REFERENCE,
-                     published: PublishedEntry | None = None) -> list[Path]:
+                     published: PublishedEntry | None = None,
+                     figure: str | None = None) -> list[Path]:
     """NP% of the Amp variant against q per ε, next to the non-amplified base (paper Sec. 5)."""
     metrics = trial_metrics(exp, summary, reference)
     amp = metrics[metrics["policy"] == metrics.loc[metrics["grid_of"] == amplified,
@@ -366,9 +309,10 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
             "_n": len(df), "accounting": df["accounting"].iloc[0],
         })
     table = pd.DataFrame(rows).sort_values(["variant", "ε", "q"])
-    fig = _amplification_figure(experiment, table, exp, base, amplified, reference)
-    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_amplification")
     ref = published.data if published else None
+    fig = amplification_figure(experiment, table, metrics, exp, base, amplified, reference,
+                               figure, comparable(ref))
+    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_amplification")
     caption = (f"{experiment}: AdaPrivate-TS-Amp vs q (σ_amp from RDP orders ≤ 64, then ÷q) "
                "against the non-amplified base; paired t-tests over seeds")
     if ref:
@@ -378,65 +322,12 @@ def ts_amplification(experiment: str, exp: dict[str, Any], summary: pd.DataFrame
                                caption)
 
 
-def _amplification_figure(experiment: str, table: pd.DataFrame, exp: dict[str, Any],
-                          base: str, amplified: str, reference: str) -> plt.Figure:
-    """NP% of the Amp grid against q per ε (error bars), the base as a dashed line with its
-    interval, the other Amp variants as single points (moved right of their q)."""
-    fig, ax = plt.subplots(figsize=(8.4, 3.9), layout="constrained")
-    epsilons = sorted(table["ε"].unique())
-    qs = sorted(table["q"].dropna().unique())
-    step = 0.02 * max(qs[-1] - qs[0], 0.2) if qs else 0.0
-    amp_color, base_color = algorithm_color(amplified, exp), algorithm_color(base, exp)
-    handles: list[tuple[Any, str]] = []
-    for i, eps in enumerate(epsilons):
-        shade = 0.55 * (len(epsilons) - 1 - i) / max(1, len(epsilons) - 1)
-        grid = table[table["_grid"] & (table["ε"] == eps)].sort_values("q")
-        if len(grid):
-            bars = ax.errorbar(grid["q"], grid["_mean"], yerr=grid["_half"], fmt="-",
-                               marker=variant_marker(amplified, exp), ms=4, capsize=2, lw=1.2,
-                               color=lighten(amp_color, shade))
-            handles.append((bars, f"{amplified}, ε={eps:g}"))
-            first = grid.iloc[0]
-            color = lighten(base_color, shade)
-            line = ax.axhline(first["_base"], color=color, ls="--", lw=1.0)
-            if np.isfinite(first["_base_half"]):
-                ax.axhspan(first["_base"] - first["_base_half"],
-                           first["_base"] + first["_base_half"], color=color, alpha=0.12, lw=0)
-            handles.append(((line, Patch(facecolor=color, alpha=0.12)),
-                            f"{base} (no subsampling), ε={eps:g}"))
-        others = table[~table["_grid"] & (table["ε"] == eps)]
-        for k, (_, row) in enumerate(others.iterrows(), start=1):
-            color = lighten(algorithm_color(row["_label"], exp), shade)
-            bars = ax.errorbar([row["q"] + k * step], [row["_mean"]], yerr=[row["_half"]],
-                               fmt="none", capsize=2, color=color)
-            ax.plot([row["q"] + k * step], [row["_mean"]], ls="none", ms=5, color=color,
-                    marker=variant_marker(row["_label"], exp))
-            handles.append(((bars, Line2D([], [], ls="none", color=color, ms=5,
-                                          marker=variant_marker(row["_label"], exp))),
-                            f"{row['_label']}, ε={eps:g}"))
-    handles.append((ax.axhline(100.0, color="0.35", ls=":", lw=1.0),
-                    f"{reference} (reference) = 100"))
-    key = errorbar_handle(_n_text(table["_n"]))
-    handles += [(key, key.get_label()), (band_handle(), "band: " + BAND_TEXT)]
-    if qs:
-        plain_ticks(ax.xaxis, qs)
-        pad = 0.08 * max(qs[-1] - qs[0], 0.2)
-        ax.set_xlim(qs[0] - pad, qs[-1] + pad + step * (len(table) > 0))
-    ax.set_xlabel("Poisson sampling rate q")
-    ax.set_ylabel(np_label(reference))
-    ax.set_title(f"{experiment}: amplification by Poisson subsampling", fontsize=8)
-    ax.legend([h for h, _ in handles], [t for _, t in handles], fontsize=7,
-              handler_map={tuple: HandlerTuple(ndivide=1)}, loc="upper left",
-              bbox_to_anchor=(1.02, 1.0))
-    return fig
-
-
 # --------------------------------------------------------------------------- ablation
 
 
 def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                 paper_dir: Path, rows: list[str] | None = None, reference: str = REFERENCE,
-                published: PublishedEntry | None = None) -> list[Path]:
+                published: PublishedEntry | None = None, figure: str | None = None) -> list[Path]:
     """Each row adds one component; increments with paired t-tests (paper Sec. 5, ablation)."""
     metrics = trial_metrics(exp, summary, reference)
     labels = rows or [e["label"] for e in expand_algorithms(exp["algorithms"])
@@ -459,18 +350,14 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
         prev = df
         out.append(row)
     table = pd.DataFrame(out)
-    fig, ax = plt.subplots(figsize=(6.4, 0.5 * len(table) + 1.6), layout="constrained")
-    _bars(ax, table["configuration"].tolist(), table["_mean"], table["_half"], exp,
-          horizontal=True)
-    ax.axvline(100.0, color="0.35", ls=":", lw=1.0, label=f"{reference} (reference) = 100")
-    handles, labels = ax.get_legend_handles_labels()
-    key = errorbar_handle(_n_text(table["_n"]))
-    ax.legend([*handles, key], [*labels, key.get_label()], fontsize=7, loc="upper center",
-              bbox_to_anchor=(0.5, -0.2))
-    ax.set_xlabel(np_label(reference).replace("\n", " "))
-    ax.set_title(f"{experiment}: component ablation (each row adds one component)", fontsize=8)
-    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
     ref = published.data if published else None
+    fig, ax = plt.subplots(figsize=(5.2 + LEGEND_WIDTH, 0.6 * len(table) + 1.9),
+                           layout="constrained")
+    artists = ablation_figure(ax, table, metrics, exp, reference, comparable(ref))
+    ax.set_xlabel(np_label(reference).replace("\n", " "))
+    figure_title(fig, f"{figure or experiment}: NP% as each row adds one component")
+    figure_legend(fig, legend_entries(artists, trials_text(table["_n"])))
+    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_ablation")
     caption = f"{experiment}: each row adds one component (paired t-tests over seeds)"
     if ref:
         caption += f". Published: {ref.get('summary', '')}"
@@ -478,75 +365,13 @@ def ts_ablation(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, cur
     return paths + write_table(out, paper_dir / "tables" / f"{experiment}_ablation", caption)
 
 
-def _bars(ax: Any, labels: list[str], means: Any, halves: Any, exp: dict[str, Any],
-          horizontal: bool = False, colors: list[Any] | None = None,
-          positions: Any = None, width: float = 0.7) -> None:
-    """Bars from 0 with 95 % t-interval error bars, each labelled with its mean."""
-    means, halves = np.asarray(means, float), np.asarray(halves, float)
-    pos = np.arange(len(labels)) if positions is None else np.asarray(positions, float)
-    colors = colors or [algorithm_color(label, exp) for label in labels]
-    errors = np.where(np.isfinite(halves), halves, 0.0)
-    draw = ax.barh if horizontal else ax.bar
-    draw(pos, means, width, color=colors, **{"xerr" if horizontal else "yerr": errors},
-         capsize=2, error_kw={"lw": 0.9})
-    for x, m in zip(pos, means, strict=True):  # the mean, inside the end of its bar
-        if not np.isfinite(m) or m < 15:
-            continue
-        if horizontal:
-            ax.text(m - 1.0, x, f"{m:.1f}", va="center", ha="right", fontsize=7, color="white")
-        else:
-            ax.text(x, m - 1.5, f"{m:.1f}", ha="center", va="top", fontsize=6, color="white",
-                    rotation=90 if width < 0.3 else 0)
-    top = float(np.nanmax(means + errors)) if len(means) else 100.0
-    limit = max(105.0, top + 8.0)
-    if horizontal:
-        ax.set_yticks(pos, labels, fontsize=7)
-        ax.invert_yaxis()
-        ax.set_xlim(0, limit)
-    else:
-        ax.set_ylim(0, limit)
-
-
-def _grid_panel(ax: Any, sub: pd.DataFrame, group: str, exp: dict[str, Any]) -> None:
-    """One robustness grid as bars: one varying parameter → a bar per value; two → bars grouped
-    by the first, shaded by the second."""
-    params = pd.DataFrame(list(sub["_params"]), index=sub.index)
-    varying = [k for k in params.columns if params[k].nunique(dropna=False) > 1]
-    fixed = [f"{k} = {params[k].iloc[0]:g}" for k in params.columns if k not in varying]
-    color = algorithm_color(group, exp)
-    if len(varying) == 2:
-        outer, inner = varying
-        inner_values = sorted(params[inner].unique())
-        outer_values = sorted(params[outer].unique())
-        width = 0.8 / len(inner_values)
-        for j, value in enumerate(inner_values):
-            rows = sub[params[inner] == value]
-            keys = params.loc[rows.index, outer].map(outer_values.index).to_numpy(float)
-            shade = lighten(color, 0.6 * j / max(1, len(inner_values) - 1))
-            _bars(ax, list(rows["setting"]), rows["_mean"], rows["_half"], exp,
-                  colors=[shade] * len(rows), positions=keys + (j - (len(inner_values) - 1) / 2)
-                  * width, width=width)
-            ax.bar([], [], color=shade, label=f"{inner} = {value:g}")
-        ax.set_xticks(range(len(outer_values)), [f"{v:g}" for v in outer_values])
-        ax.set_xlabel(outer)
-    else:
-        key = varying[0] if varying else None
-        order = params[key].sort_values().index if key else sub.index
-        rows = sub.loc[order]
-        _bars(ax, list(rows["setting"]), rows["_mean"], rows["_half"], exp,
-              colors=[color] * len(rows))
-        ax.set_xticks(range(len(rows)), [f"{v:g}" for v in params.loc[order, key]]
-                      if key else list(rows["setting"]))
-        ax.set_xlabel(key or "setting")
-    ax.set_title(group + (f" ({', '.join(fixed)})" if fixed else ""), fontsize=8)
-
-
 # --------------------------------------------------------------------------- robustness
 
 
 def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, curves: Any,
                   paper_dir: Path, reference: str = REFERENCE,
-                  published: PublishedEntry | None = None) -> list[Path]:
+                  published: PublishedEntry | None = None,
+                  figure: str | None = None) -> list[Path]:
     """NP% (mean ± sd, as the paper reports) over each hyper-parameter grid (paper Sec. 5)."""
     metrics = trial_metrics(exp, summary, reference)
     entries = [e for e in expand_algorithms(exp["algorithms"]) if e["grid_params"]]
@@ -567,19 +392,24 @@ def ts_robustness(experiment: str, exp: dict[str, Any], summary: pd.DataFrame, c
             row.update({"grid min": round(min(means), 2), "grid spread (max − min)":
                         round(max(means) - min(means), 2)})
     table = pd.DataFrame(rows)
-    fig, axes = plt.subplots(1, len(groups), figsize=(4.6 * len(groups), 3.6), squeeze=False,
-                             layout="constrained")
-    for ax, group in zip(axes[0], groups, strict=True):
-        _grid_panel(ax, table[table["grid"] == group], group, exp)
-        ax.set_title(f"{experiment}: {ax.get_title()}", fontsize=8)
-        ax.axhline(100.0, color="0.35", ls=":", lw=1.0, label=f"{reference} (reference) = 100")
-        handles, labels = ax.get_legend_handles_labels()
-        key = errorbar_handle(_n_text(table["_n"]))
-        ax.legend([*handles, key], [*labels, key.get_label()], fontsize=7, loc="upper center",
-                  bbox_to_anchor=(0.5, -0.16))
-    axes[0][0].set_ylabel(np_label(reference))
-    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_robustness")
     ref = published.data if published else None
+    modes = accounting_of(metrics)
+    floor = uniform_np(metrics)
+    fig, axes = plt.subplots(1, len(groups), figsize=(3.9 * len(groups) + LEGEND_WIDTH, 3.6),
+                             squeeze=False, layout="constrained")
+    artists: list[Any] = []
+    for ax, group in zip(axes[0], groups, strict=True):
+        sub = table[table["grid"] == group]
+        artists += grid_panel(ax, sub, group, exp)
+        ax.set_title(f"{ax.get_title()}\n{modes.get(group, 'strict')} accounting", fontsize=8)
+        artists.append(reference_line(ax, 100.0, f"{reference} (reference) = 100"))
+        artists += [line for line in [uniform_line(ax, floor)] if line is not None]
+        artists += robustness_published(ax, sub, comparable(ref))
+    axes[0][0].set_ylabel(np_label(reference))
+    figure_title(fig, f"{figure or experiment}: NP% over each grid, ε = "
+                      f"{_eps_key(float(metrics['epsilon'].dropna().iloc[0]))}")
+    figure_legend(fig, legend_entries(artists, trials_text(table["_n"])))
+    paths = save_figure(fig, paper_dir / "figures" / f"{experiment}_robustness")
     caption = f"{experiment}: NP% over each grid (mean ± sd over seeds, 95% CI half-width)"
     if ref:
         caption += f". Published: {ref.get('summary', '')}"
