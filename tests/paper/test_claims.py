@@ -179,7 +179,7 @@ def test_for_each_takes_values_from_the_selected_rows(rng):
     comp = {"kind": "less", "a": {"algorithm": "A"}, "b": {"algorithm": "B"}, "for_each": "S"}
     res = run_comparison(ctx(df), comp)
     assert res.status == "differs"  # holds at S = 2, reversed at S = 3
-    assert "S=2" in res.measured and "S=3" in res.measured and "S=9" not in res.measured
+    assert "S = 2" in res.measured and "S = 3" in res.measured and "S = 9" not in res.measured
     assert run_comparison(ctx(df), {**comp, "values": [2.0]}).supported
 
 

@@ -32,6 +32,7 @@ from dpbandits import stats
 from dpbandits.data.provenance import data_reason
 from dpbandits.paper.published import ALPHA
 from dpbandits.paper.results import (
+    SYMBOLS,
     NotComparable,
     Results,
     column_of,
@@ -317,9 +318,10 @@ def _best(ctx: Context, c: dict[str, Any]) -> TestResult:
                for other in c["others"]]
     worst = max(r.p_value or 0.0 for r in results)
     status, needed, reason = _combined(results)
+    parts = [part for r in results for part in r.measured.split("; ")]
     return TestResult(status,
                       f"{len(results)} one-sided t-tests (intersection-union, each at α = "
-                      f"{ctx.alpha})", "; ".join(r.measured for r in results),
+                      f"{ctx.alpha})", "; ".join(dict.fromkeys(parts)),
                       min(r.estimate for r in results), worst, reason=reason,
                       trials_needed=needed)
 
@@ -357,7 +359,8 @@ def _trend(ctx: Context, c: dict[str, Any], increasing: bool) -> TestResult:
     decision = one_sided(slope, se, len(y), p, p_opp, ctx.alpha) if se > 0 else \
         Decision(REPRODUCED if p < ctx.alpha else DIFFERS, "no spread around the line")
     means = values.groupby(level=0).mean()
-    measured = ", ".join(f"{over}={_value(k)}: {_fmt(v)}" for k, v in means.items())
+    measured = ", ".join(f"{SYMBOLS.get(over, over)} = {_value(k)}: {_fmt(v)}"
+                         for k, v in means.items())
     axis = f"log {over}" if c.get("log") else over
     word = "> 0" if increasing else "< 0"
     return TestResult(decision.status, f"OLS slope t-test on {axis} (n = {len(y)}), H1: slope "
@@ -535,7 +538,7 @@ def _stable(ctx: Context, c: dict[str, Any]) -> TestResult:
                             f"{plain(threshold)}", trials_for(sd, abs(threshold - rel),
                                                               ctx.alpha))
     keys = [k for k, _ in values.groupby(level=0)]
-    measured = ", ".join(f"{over}={_value(k)}: {_fmt(m)}"
+    measured = ", ".join(f"{SYMBOLS.get(over, over)} = {_value(k)}: {_fmt(m)}"
                          for k, m in zip(keys, means, strict=True))
     what = "range (max − min)" if absolute else "relative range"
     return TestResult(
@@ -564,7 +567,7 @@ def _within_band(ctx: Context, c: dict[str, Any]) -> TestResult:
         se = float(stats.standard_error(d))
         parts.append(equivalence(float(d.mean()), se, len(d), -half, half, ctx.alpha,
                                  len(d) - 1))
-        texts.append(f"{over}={_value(key)}: {plain(float(d.mean()))} ± {plain(se)}")
+        texts.append(f"{_value(key)}: {plain(float(d.mean()))} ± {plain(se)}")
     status, needed = combine(parts)
     reason = "; ".join(dict.fromkeys(p.reason for p in parts if p.status == status))
     return TestResult(
@@ -595,11 +598,12 @@ def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
     ps = [r.p_value for _, r in results if r.p_value is not None]
     p = (max(ps) if strict else min(ps)) if ps else None
     status, needed = combine([Decision(r.status, r.reason, r.trials_needed) for _, r in results])
-    reason = "; ".join(f"{column}={_value(v)}: {r.reason}" for v, r in results
+    name = SYMBOLS.get(column, column)
+    reason = "; ".join(f"{name} = {_value(v)}: {r.reason}" for v, r in results
                        if r.status == status)
     return TestResult(
-        status, f"{results[0][1].test}; for each {column} (all must hold)",
-        " | ".join(f"{column}={_value(v)}: {r.measured}" for v, r in results),
+        status, f"{results[0][1].test}; for each {name} (all must hold)",
+        " | ".join(f"{name} = {_value(v)}: {r.measured}" for v, r in results),
         min(r.estimate for _, r in results), p, reason=reason, trials_needed=needed)
 
 

@@ -229,10 +229,42 @@ def render_markdown(rep: Reproduction) -> str:
         if section["claims"]:
             lines += ["### Further claims of the paper text", "",
                       _md_table(CLAIM_HEADER, claim_rows(section["claims"]))]
+    trials = trials_rows(rep)
+    if trials:
+        lines += ["## More trials", "", TRIALS_INTRO, "", _md_table(TRIALS_HEADER, trials)]
     for group in rep.earlier:
         lines += [f"## Earlier code state: {group['title']}", "", _earlier_intro(group), "",
                   _md_table(EARLIER_HEADER, earlier_rows(group))]
     return "\n".join(lines).rstrip() + "\n"
+
+
+PRACTICAL_TRIALS = 200
+"""config/examples/decisive_trials.yaml runs an experiment with at most this many trials."""
+TRIALS_INTRO = (
+    "Inconclusive rows by experiment: the trials each would need to be decided at the observed "
+    f"spread. config/examples/decisive_trials.yaml runs every experiment with up to "
+    f"{PRACTICAL_TRIALS} trials at the most its rows need; rows that need more are listed as "
+    "beyond it, and rows without a number cannot be decided by more trials alone (no margin, or "
+    "an estimate on the boundary)."
+)
+TRIALS_HEADER = ["experiment", "trials run", "trials in the overlay", "rows it decides",
+                 f"beyond {PRACTICAL_TRIALS} trials", "not decidable by trials"]
+
+
+def trials_rows(rep: Reproduction) -> list[list[str]]:
+    """One row per experiment with inconclusive rows (TRIALS_HEADER)."""
+    planned = rep.decisive_trials(PRACTICAL_TRIALS)
+    rows: dict[str, list[list[str]]] = {}
+    for row in rep.verdict_rows():
+        if row.status != INCONCLUSIVE or not row.experiment:
+            continue
+        needed = getattr(row, "trials_needed", None)
+        kind = 0 if needed and needed <= PRACTICAL_TRIALS else 1 if needed else 2
+        text = _row_name(row) + (f" ({needed})" if needed else "")
+        rows.setdefault(row.experiment, [[], [], []])[kind].append(text)
+    return [[name, str(rep.experiments.get(name, {}).get("trials") or "—"),
+             str(planned.get(name, "—")), *(", ".join(g) or "—" for g in groups)]
+            for name, groups in sorted(rows.items())]
 
 
 EARLIER_HEADER = ["experiment", "instance", "ε", "earlier", "this run", "difference / s.e.",

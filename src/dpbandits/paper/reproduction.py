@@ -88,6 +88,16 @@ class Reproduction:
         words = {"differs": "differ"}
         return ", ".join(f"{c[s]} {words.get(s, s)}" for s in STATUSES)
 
+    def decisive_trials(self, cap: int) -> dict[str, int]:
+        """Per experiment, the trials that would decide its inconclusive rows at the observed
+        spread (the most any of them needs, up to `cap`; config/examples/decisive_trials.yaml)."""
+        out: dict[str, int] = {}
+        for row in self.verdict_rows():
+            needed = getattr(row, "trials_needed", None)
+            if row.status == INCONCLUSIVE and needed and needed <= cap and row.experiment:
+                out[row.experiment] = max(out.get(row.experiment, 0), needed)
+        return dict(sorted(out.items()))
+
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (paper/reproduction.json)."""
         return {
