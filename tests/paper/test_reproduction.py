@@ -10,6 +10,9 @@ import pytest
 import yaml
 
 from dpbandits.errors import ConfigError
+from dpbandits.paper.compare import NumberResult
+from dpbandits.paper.published import published_items
+from dpbandits.paper.reproduction import Reproduction, item_label
 from dpbandits.paper.verdict import plain
 
 from conftest import REPO, SMOKE_PAPER
@@ -213,3 +216,34 @@ def test_every_published_number_and_claim_has_a_verdict(smoke_run: Path):
     assert missing == []
     # plain-language labels: no raw YAML path, no internal selector key
     assert " › " not in md and "grid_of" not in md and "p_values" not in md
+
+
+def test_decisive_trials_take_the_most_any_inconclusive_row_needs_up_to_the_cap():
+    def row(experiment: str, status: str, needed: int | None) -> NumberResult:
+        return NumberResult(paper="glm", family="f", entry="e", source="", experiment=experiment,
+                            label="X", column="", grid="", published=1.0, status=status,
+                            reason="", trials_needed=needed)
+
+    rep = Reproduction(numbers=[row("a", "inconclusive", 30), row("a", "inconclusive", 80),
+                                row("a", "inconclusive", 5000), row("b", "inconclusive", None),
+                                row("c", "reproduced", None), row("d", "inconclusive", 12)])
+    assert rep.decisive_trials(200) == {"a": 80, "d": 12}
+    assert rep.decisive_trials(10_000) == {"a": 5000, "d": 12}
+
+
+def test_the_decisive_trials_overlay_raises_only_trials():
+    overlay = yaml.safe_load((REPO / "config" / "examples" / "decisive_trials.yaml").read_text())
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"]
+    assert overlay["results"] != "results" and overlay["experiments"]
+    for name, change in overlay["experiments"].items():
+        assert set(change) == {"trials"} and change["trials"] > base[name]["trials"], name
+
+
+def test_every_published_item_has_a_plain_language_label():
+    unlabelled = [f"{family}:{key} {path}" for family, key, entry in published_entries()
+                  for path, _ in published_items(entry)
+                  if path not in (entry.get("labels") or {})]
+    assert unlabelled == []
+    # negative control: an item without a label falls back on its keys in words, not its path
+    assert item_label({}, "rows/5/np") == "rows, 5, np"
+    assert item_label({"labels": {"rows/5/np": "NP% at k = 5"}}, "rows/5/np") == "NP% at k = 5"
