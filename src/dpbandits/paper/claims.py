@@ -251,8 +251,7 @@ def _order(ctx: Context, a: dict, b: dict, a_greater: bool, strict: bool,
             decision = Decision(DIFFERS, f"contradicted: the opposite direction is significant "
                                 f"(p = {plain(p_opp)})")
         else:
-            decision = Decision(INCONCLUSIVE, f"not contradicted (p = {plain(p_opp)}); without "
-                                "a non-inferiority margin no number of trials can establish it")
+            decision = Decision(INCONCLUSIVE, f"not contradicted (p = {plain(p_opp)}){NO_MARGIN}")
         return TestResult(decision.status, test, measured, est, p_opp, reason=decision.reason)
     decision = equivalence(shortfall, se, n, -math.inf, margin, ctx.alpha, df) \
         if se > 0 else Decision(REPRODUCED if shortfall < margin else DIFFERS,
@@ -303,11 +302,21 @@ def _at_least(ctx: Context, c: dict[str, Any]) -> TestResult:
                   margin=float(c.get("margin", 0.0)))
 
 
+NO_MARGIN = "; without a non-inferiority margin no number of trials can establish it"
+
+
+def _joined(reasons: list[str]) -> str:
+    """Reasons of several parts, each once, the missing-margin remark once at the end."""
+    bare = [r.replace(NO_MARGIN, "") for r in reasons]
+    text = "; ".join(dict.fromkeys(bare))
+    return text + (NO_MARGIN if any(NO_MARGIN in r for r in reasons) else "")
+
+
 def _combined(results: list[TestResult]) -> tuple[str, int | None, str]:
     """Status, trials needed and reason of an intersection–union of parts."""
     status, needed = combine([Decision(r.status, r.reason, r.trials_needed) for r in results])
     chosen = [r.reason for r in results if r.status == status] or [r.reason for r in results]
-    return status, needed, "; ".join(dict.fromkeys(chosen))
+    return status, needed, _joined(chosen)
 
 
 @comparison("best", strict=True)
@@ -599,8 +608,8 @@ def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
     p = (max(ps) if strict else min(ps)) if ps else None
     status, needed = combine([Decision(r.status, r.reason, r.trials_needed) for _, r in results])
     name = SYMBOLS.get(column, column)
-    reason = "; ".join(f"{name} = {_value(v)}: {r.reason}" for v, r in results
-                       if r.status == status)
+    reason = _joined([f"{name} = {_value(v)}: {r.reason}" for v, r in results
+                      if r.status == status])
     return TestResult(
         status, f"{results[0][1].test}; for each {name} (all must hold)",
         " | ".join(f"{name} = {_value(v)}: {r.measured}" for v, r in results),
