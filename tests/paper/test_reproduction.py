@@ -23,7 +23,7 @@ VERDICT = re.compile(r"\*\*(reproduced|differs|inconclusive|paper inconsistent|n
 SETTING_KEYS = {"source", "summary", "note", "notes", "text", "description", "instance",
                 "x_axis", "y_axis", "column", "horizon", "approximate", "experiment", "metric",
                 "reference", "where", "pick", "agreement", "K", "d", "T", "trials", "seeds",
-                "delta", "epsilon_user", "values", "claims"}
+                "delta", "epsilon_user", "values", "claims", "labels"}
 
 
 

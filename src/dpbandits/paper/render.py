@@ -50,9 +50,12 @@ def _ours(r: NumberResult) -> str:
 
 def _verdict(status: str, reason: str, trials_needed: int | None = None,
              explanation: str = "") -> str:
-    """"**status**: reason", the trials that would decide an inconclusive verdict, and the
-    explanation docs/ give for a difference."""
-    text = f"**{status}**" + (f": {reason}" if reason else "")
+    """"**status**: reason" (without repeating a status the reason starts with), the trials
+    that would decide an inconclusive verdict, and the explanation docs/ give for a difference."""
+    if reason.startswith(status):
+        text = f"**{status}**{reason[len(status):]}"
+    else:
+        text = f"**{status}**" + (f": {reason}" if reason else "")
     if status == INCONCLUSIVE and trials_needed:
         text += f"; decisive at about {trials_needed} trials at the observed spread"
     if explanation and status in (DIFFERS, INCONSISTENT, INCONCLUSIVE):
