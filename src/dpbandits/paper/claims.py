@@ -46,6 +46,7 @@ from dpbandits.paper.verdict import (
     DIFFERS,
     INCONCLUSIVE,
     INCONSISTENT,
+    PRECISION_GATE,
     REPRODUCED,
     Decision,
     combine,
@@ -253,24 +254,18 @@ def _order(ctx: Context, a: dict, b: dict, a_greater: bool, strict: bool,
         else:
             decision = Decision(INCONCLUSIVE, f"not contradicted (p = {plain(p_opp)}){NO_MARGIN}")
         return TestResult(decision.status, test, measured, est, p_opp, reason=decision.reason)
-    decision = equivalence(shortfall, se, n, -math.inf, margin, ctx.alpha, df) \
-        if se > 0 else Decision(REPRODUCED if shortfall < margin else DIFFERS,
-                                f"no spread: shortfall {plain(shortfall)}")
-    if decision.status != DIFFERS and se > 0:
-        q = float(stats.t_margin(se, df, 2 * ctx.alpha))
-        upper, lower = shortfall + q, shortfall - q
-        if upper < margin and se <= margin / 3:
-            decision = Decision(REPRODUCED, f"shortfall {plain(shortfall)}, one-sided "
-                                f"{100 * (1 - ctx.alpha):g} % bound {plain(upper)} < margin "
-                                f"{plain(margin)}")
-        elif lower > margin:
-            decision = Decision(DIFFERS, f"shortfall bound {plain(lower)} > margin "
-                                f"{plain(margin)}")
-        else:
-            decision = Decision(INCONCLUSIVE, f"shortfall {plain(shortfall)}, bound "
-                                f"{plain(upper)} against margin {plain(margin)}",
-                                trials_for(se * math.sqrt(n), abs(margin - shortfall),
-                                           ctx.alpha))
+    q = float(stats.t_margin(se, df, 2 * ctx.alpha)) if se > 0 else 0.0
+    upper, lower = shortfall + q, shortfall - q
+    if upper < margin and se <= margin / PRECISION_GATE:
+        decision = Decision(REPRODUCED, f"shortfall {plain(shortfall)}, one-sided "
+                            f"{100 * (1 - ctx.alpha):g} % bound {plain(upper)} < margin "
+                            f"{plain(margin)}")
+    elif lower > margin:
+        decision = Decision(DIFFERS, f"shortfall bound {plain(lower)} > margin {plain(margin)}")
+    else:
+        decision = Decision(INCONCLUSIVE, f"shortfall {plain(shortfall)}, bound {plain(upper)} "
+                            f"against margin {plain(margin)}",
+                            trials_for(se * math.sqrt(n), abs(margin - shortfall), ctx.alpha))
     return TestResult(decision.status, f"non-inferiority, margin {plain(margin)}: {test}",
                       measured, est, p_opp, reason=decision.reason,
                       trials_needed=decision.trials_needed)
