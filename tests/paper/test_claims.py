@@ -57,13 +57,27 @@ def test_less_and_greater_are_strict(rng):
                               "b": {"algorithm": "B"}}).supported
     assert not run_comparison(c, {"kind": "greater", "a": {"algorithm": "A"},
                                   "b": {"algorithm": "B"}}).supported
-    # no difference: a strict claim is not established, a non-strict one is not contradicted
-    assert not run_comparison(c, {"kind": "less", "a": {"algorithm": "A"},
-                                  "b": {"algorithm": "C"}}).supported
-    assert run_comparison(c, {"kind": "at_most", "a": {"algorithm": "A"},
-                              "b": {"algorithm": "C"}}).supported
-    assert not run_comparison(c, {"kind": "at_most", "a": {"algorithm": "B"},
-                                  "b": {"algorithm": "A"}}).supported
+    assert run_comparison(c, {"kind": "greater", "a": {"algorithm": "A"},
+                              "b": {"algorithm": "B"}}).status == "differs"
+    # no difference: a strict claim is inconclusive, with the trials that would decide it
+    same = run_comparison(c, {"kind": "less", "a": {"algorithm": "A"}, "b": {"algorithm": "C"}})
+    assert same.status == "inconclusive" and same.trials_needed > 10
+    # a non-strict claim without a margin is at best "not contradicted (inconclusive)"
+    loose = run_comparison(c, {"kind": "at_most", "a": {"algorithm": "A"},
+                               "b": {"algorithm": "C"}})
+    assert loose.status == "inconclusive" and "not contradicted" in loose.reason
+    assert loose.trials_needed is None
+    assert run_comparison(c, {"kind": "at_most", "a": {"algorithm": "B"},
+                              "b": {"algorithm": "A"}}).status == "differs"
+
+
+def test_non_inferiority_needs_its_margin(rng):
+    low = 100 + rng.normal(0, 2, 10)
+    df = frame({("A", None, 2.0): low, ("C", None, 2.0): low + rng.normal(0, 0.5, 10)})
+    comp = {"kind": "at_most", "a": {"algorithm": "A"}, "b": {"algorithm": "C"}}
+    assert run_comparison(ctx(df), {**comp, "margin": 2.0}).status == "reproduced"
+    # a margin far below the spread of the difference: the precision gate holds it back
+    assert run_comparison(ctx(df), {**comp, "margin": 0.2}).status == "inconclusive"
 
 
 def test_ordering_strict_and_not(rng):
@@ -73,10 +87,15 @@ def test_ordering_strict_and_not(rng):
     chain = [{"algorithm": "e8"}, {"algorithm": "e6"}, {"algorithm": "e4"}]
     strict = run_comparison(ctx(df), {"kind": "ordering", "chain": chain})
     loose = run_comparison(ctx(df), {"kind": "ordering", "chain": chain, "strict": False})
-    assert not strict.supported  # e6 and e4 tie
-    assert loose.supported
-    assert not run_comparison(ctx(df), {"kind": "ordering", "chain": chain[::-1],
-                                        "strict": False}).supported
+    assert strict.status == "inconclusive"  # e6 and e4 tie
+    assert loose.status == "inconclusive" and "not contradicted" in loose.reason
+    assert run_comparison(ctx(df), {**loose_comp(chain), "margin": 3.0}).supported
+    backwards = run_comparison(ctx(df), loose_comp(chain[::-1]))
+    assert backwards.status == "differs" and "2 of 2 adjacent pairs reversed" in backwards.reason
+
+
+def loose_comp(chain: list[dict]) -> dict:
+    return {"kind": "ordering", "chain": chain, "strict": False}
 
 
 def test_trend_slope_over_a_grid(rng):
@@ -99,7 +118,10 @@ def test_ratio_bounds_by_bootstrap(rng):
     assert run_comparison(ctx(df), {**comp, "kind": "ratio_at_most", "threshold": 3.5}).supported
     near = {**comp, "kind": "ratio_between", "low": 2.9, "high": 3.1}
     assert run_comparison(ctx(df), near).supported
-    assert not run_comparison(ctx(df), {**near, "low": 1.0, "high": 1.5}).supported
+    assert run_comparison(ctx(df), {**near, "low": 1.0, "high": 1.5}).status == "differs"
+    # an interval that reaches the band is no longer enough: it must lie inside
+    edge = run_comparison(ctx(df), {**near, "low": 2.0, "high": 3.0})
+    assert edge.status == "inconclusive" and "overlaps the edge" in edge.reason
 
 
 def test_stable_relative_range(rng):
@@ -107,14 +129,45 @@ def test_stable_relative_range(rng):
     steep = frame({("P", 4.0, s): 500 * s + rng.normal(0, 5, 10) for s in (2.0, 2.5, 3.0)})
     comp = {"kind": "stable", "select": {"algorithm": "P"}, "over": "S", "threshold": 0.15}
     assert run_comparison(ctx(flat), comp).supported
-    assert not run_comparison(ctx(steep), comp).supported
+    assert run_comparison(ctx(steep), comp).status == "differs"
+
+
+def test_within_band_is_equivalence_per_cell(rng):
+    base = rng.normal(96, 2, 12)
+    flat = frame({(f"cell{i}", None, 2.0): base + rng.normal(0, 0.1, 12) for i in range(9)})
+    comp = {"kind": "within_band", "select": {"algorithm": [f"cell{i}" for i in range(9)]},
+            "over": "algorithm", "half_width": 0.4}
+    assert run_comparison(ctx(flat), comp).status == "reproduced"
+    # the same cells with one shifted by 2 points: that cell leaves the band
+    shifted = frame({(f"cell{i}", None, 2.0): base + rng.normal(0, 0.1, 12) + 2 * (i == 0)
+                     for i in range(9)})
+    assert run_comparison(ctx(shifted), comp).status == "differs"
+    # independent noise of s.e. 0.8 per cell, no true spread: undecided, not "unstable"
+    noisy = frame({(f"cell{i}", None, 2.0): 96 + rng.normal(0, 2.8, 12) for i in range(9)})
+    res = run_comparison(ctx(noisy), comp)
+    assert res.status == "inconclusive" and res.trials_needed > 12
 
 
 def test_between_uses_the_t_interval(rng):
     df = frame({("TS", 1.0, 2.0): 95 + rng.normal(0, 1, 12)})
     comp = {"kind": "between", "select": {"algorithm": "TS"}, "low": 93, "high": 99}
     assert run_comparison(ctx(df), comp).supported
-    assert not run_comparison(ctx(df), {**comp, "low": 50, "high": 60}).supported
+    assert run_comparison(ctx(df), {**comp, "low": 50, "high": 60}).status == "differs"
+
+
+def test_an_interval_covering_zero_does_not_reproduce_a_positive_gap(rng):
+    df = frame({("TS", None, 2.0): 95 + rng.normal(0, 1, 12),
+                ("UCB", None, 2.0): 95 + rng.normal(0, 1, 12)})
+    comp = {"kind": "difference_between", "a": {"algorithm": "TS"},
+            "b": {"algorithm": "UCB"}, "low": 0.5, "high": 1.5}
+    res = run_comparison(ctx(df), comp)
+    assert res.ci[0] < 0 < res.ci[1] and res.status != "reproduced"
+    # a point value needs its stated margin: without one it cannot be reproduced
+    point = {**comp, "low": 1.0, "high": 1.0}
+    gap = frame({("TS", None, 2.0): 96 + rng.normal(0, 0.1, 12),
+                 ("UCB", None, 2.0): 95 + rng.normal(0, 0.1, 12)})
+    assert run_comparison(ctx(gap), point).status == "inconclusive"
+    assert run_comparison(ctx(gap), {**point, "margin": 0.5}).status == "reproduced"
 
 
 def test_for_each_takes_values_from_the_selected_rows(rng):
@@ -125,8 +178,8 @@ def test_for_each_takes_values_from_the_selected_rows(rng):
                 ("Z", None, 9.0): [1, 2, 3, 4, 5, 6]})
     comp = {"kind": "less", "a": {"algorithm": "A"}, "b": {"algorithm": "B"}, "for_each": "S"}
     res = run_comparison(ctx(df), comp)
-    assert not res.supported  # holds at S = 2, fails at S = 3
-    assert "S=2" in res.measured and "S=3" in res.measured and "S=9" not in res.measured
+    assert res.status == "differs"  # holds at S = 2, reversed at S = 3
+    assert "S = 2" in res.measured and "S = 3" in res.measured and "S = 9" not in res.measured
     assert run_comparison(ctx(df), {**comp, "values": [2.0]}).supported
 
 
@@ -147,7 +200,11 @@ def test_evaluate_claim_statuses(rng):
     assert evaluate_claim(claim(), results(df)).status == "reproduced"
     flipped = claim(comparison={"kind": "less", "a": {"algorithm": "B"}, "b": {"algorithm": "A"}})
     out = evaluate_claim(flipped, results(df))
-    assert out.status == "differs" and "not established" in out.reason
+    assert out.status == "differs" and "opposite direction is significant" in out.reason
+    inconsistent = evaluate_claim(claim(inconsistent="2 + 2 = 5"), results(df))
+    assert inconsistent.status == "paper inconsistent" and "2 + 2 = 5" in inconsistent.reason
+    uncounted = evaluate_claim(claim(counted=False, not_counted="arithmetic"), results(df))
+    assert not uncounted.counted and uncounted.status == "reproduced"
     smoke = evaluate_claim(claim(horizon=5000), results(df))
     assert smoke.status == "not comparable" and "smoke scale" in smoke.reason and smoke.measured
     assert evaluate_claim(claim(), results(None)).status == "not run"

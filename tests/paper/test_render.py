@@ -24,7 +24,18 @@ def test_renderings_carry_every_row(tmp_path):
         assert r.label.replace("|", "\\|") in md and f"**{r.status}**" in md
     assert md.count("| ") > len(rep.numbers)
     assert page.count("<tr>") == md.count("\n| ")
-    assert "class='reproduced'" in page and "base_below_priv" in md
+    assert '<strong class="reproduced">' in page and "base_below_priv" in md
+
+
+def test_the_report_opens_with_a_summary_per_paper_and_explains_every_difference(tmp_path):
+    rep = build_toy(tmp_path)
+    md = render_markdown(rep)
+    counts = rep.counts("glm")
+    assert f"tests: {rep.summary_line('glm')}." in md and counts["differs"] == 1
+    assert "Differs: Priv ε=4, S = 3 (tab)." in md
+    differ_rows = [line for line in md.splitlines() if "**differs**" in line]
+    assert differ_rows and all("Why: known deviation" in line for line in differ_rows)
+    assert md.index("Settings in the rows") < md.index("## ")
     write_report(rep, tmp_path / "r.md", tmp_path / "r.html", tmp_path / "r.json")
     data = json.loads((tmp_path / "r.json").read_text())
     assert data["summary_line"] == rep.summary_line() == summary_line_of(tmp_path / "r.json")
@@ -34,12 +45,12 @@ def test_renderings_carry_every_row(tmp_path):
 def test_a_report_at_another_horizon_says_not_comparable_not_not_run(tmp_path):
     rep = build_toy(tmp_path, horizon=300, published_horizon=5000)
     md, page = render_markdown(rep), render_html(rep)
-    assert rep.summary_line().startswith("0 reproduced, 0 differ, ")
+    assert rep.summary_line().startswith("0 reproduced, 0 differ, 0 inconclusive, ")
     assert f"{rep.counts()['not comparable']} not comparable" in rep.summary_line()
     assert "> **Not comparable with the papers: toy ran at another horizon" in md
-    rows = [line for line in md.splitlines() if line.startswith("| Base | S=2 | 100 |")]
-    assert rows == [f"| Base | S=2 | 100 | {rows[0].split(' | ')[3]} | ±2 s.e. | **not comparable**"
-                    " (smoke scale): T = 300 here, published T = 5000 |"]
+    rows = [line for line in md.splitlines() if line.startswith("| Base | S = 2 | 100 |")]
+    assert rows == [f"| Base | S = 2 | 100 | {rows[0].split(' | ')[3]} | ±10 % | **not "
+                    "comparable** (smoke scale): T = 300 here, published T = 5000 |"]
     assert "**not run**: not comparable" not in md and "from published" not in md
     assert "smoke scale, not comparable: no difference to a published value" in md
     assert "class='warning'" in page and '<strong class="not-comparable">' in page

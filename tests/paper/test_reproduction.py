@@ -10,15 +10,20 @@ import pytest
 import yaml
 
 from dpbandits.errors import ConfigError
+from dpbandits.paper.compare import NumberResult
+from dpbandits.paper.published import published_items
+from dpbandits.paper.reproduction import Reproduction, item_label
+from dpbandits.paper.verdict import plain
 
 from conftest import REPO, SMOKE_PAPER
 from paper_helpers import build_project, build_toy, write_project
 
-VERDICT = re.compile(r"\*\*(reproduced|differs|not comparable|not run)\*\*")
+VERDICT = re.compile(r"\*\*(reproduced|differs|inconclusive|paper inconsistent|not comparable|"
+                     r"not run)\*\*")
 SETTING_KEYS = {"source", "summary", "note", "notes", "text", "description", "instance",
                 "x_axis", "y_axis", "column", "horizon", "approximate", "experiment", "metric",
                 "reference", "where", "pick", "agreement", "K", "d", "T", "trials", "seeds",
-                "delta", "epsilon_user", "values", "claims"}
+                "delta", "epsilon_user", "values", "claims", "labels"}
 
 
 
@@ -30,11 +35,13 @@ def test_number_verdicts(tmp_path):
     rep = build_toy(tmp_path)
     rows = by_label(rep)
     assert rows[("tab", "Base", "S=2")].status == "reproduced"
-    assert rows[("tab", "Base", "S=2")].rule == "±2 s.e."
+    assert rows[("tab", "Base", "S=2")].rule == "±10 %"
+    assert "lies inside [90, 110]" in rows[("tab", "Base", "S=2")].reason
     off = rows[("tab", "Priv ε=4", "S=3")]
     assert off.status == "differs"
-    assert re.match(r"-(49|50)\.\d % from published; allowed ±10 %", off.reason)
-    assert "known deviation" in off.reason and off.rule == "±10 % (docs/reproduction.md)"
+    assert re.match(r"90 % interval 4\d\d\.?\d* to 4\d\d\.?\d* lies outside \[810, 990\] "
+                    r"\(0\.\d+× published\)", off.reason)
+    assert off.explanation == "known deviation" and off.rule == "±10 % (docs/reproduction.md)"
     assert rows[("tab", "Priv ε=4", "S=2")].status == "reproduced"
     gone = rows[("tab", "Gone", "S=2")]
     assert gone.status == "not run" and "no results for Gone" in gone.reason
@@ -49,11 +56,30 @@ def test_published_claims_and_items(tmp_path):
     assert claims["c"].status == "reproduced" and "base_below_priv" in claims["c"].via
     assert claims["2"].status == "not run" and "no check" in claims["2"].reason
     assert claims["@rows/1/np"].status == "reproduced" and "row_np" in claims["@rows/1/np"].via
+    assert claims["c"].reason == "see `base_below_priv` below"
+
+
+def test_the_headline_counts_each_test_once(tmp_path):
+    config = write_project(tmp_path)
+    claims = yaml.safe_load((tmp_path / "claims.yaml").read_text())
+    # one test deciding two published claims, and one arithmetic check
+    claims["claims"][0]["covers"] = ["fam:tab#c", "fam:tab#2"]
+    claims["claims"][2].update(counted=False, not_counted="arithmetic")
+    (tmp_path / "claims.yaml").write_text(yaml.safe_dump(claims, allow_unicode=True))
+    rep = build_project(tmp_path, config)
     counts = rep.counts()
-    assert sum(counts.values()) == len(rep.numbers) + len(rep.published_claims) + 1
+    # 6 numbers + 2 counted tests; the published claims and item are decided by those tests
+    assert sum(counts.values()) == len(rep.numbers) + 2 == 8
+    ids = [r.id for r in rep.verdict_rows() if hasattr(r, "id")]
+    assert sorted(ids) == ["base_below_priv", "row_np"]
+    assert [c.id for c in rep.not_counted()] == ["extra_low"]
     assert rep.summary_line() == (f"{counts['reproduced']} reproduced, {counts['differs']} "
-                                  f"differ, {counts['not comparable']} not comparable, "
+                                  f"differ, {counts['inconclusive']} inconclusive, "
+                                  f"{counts['paper inconsistent']} paper inconsistent, "
+                                  f"{counts['not comparable']} not comparable, "
                                   f"{counts['not run']} not run")
+    # negative control: the same report with every covered claim counted as well
+    assert len(rep.numbers) + len(rep.published_claims) + len(rep.claims) > sum(counts.values())
 
 
 def test_results_at_another_horizon_are_not_comparable(tmp_path):
@@ -96,7 +122,7 @@ def test_results_from_an_archive_that_is_not_pinned_are_not_comparable(tmp_path)
     rows = [*[n for n in rep.numbers if n.experiment == "toy" and n.label != "Gone"],
             *rep.claims, *[c for c in rep.published_claims if c.via]]
     assert rows and {r.status for r in rows} == {"not comparable"}
-    for row in rows:
+    for row in [r for r in rows if not r.reason.startswith("see ")]:
         assert "not comparable: made from ml-25m.zip (sha256 abababababab…)" in row.reason
     assert "NOT the pinned release" in rep.entries["fam:tab"]["source"]
     assert by_label(rep)[("tab", "Base", "S=2")].mean is not None  # still shown
@@ -170,8 +196,8 @@ def test_every_published_number_and_claim_has_a_verdict(smoke_run: Path):
         for label, cells in (entry.get("values") or {}).items():
             cells = cells if isinstance(cells, dict) else {None: cells}
             for grid, value in cells.items():
-                cell = "—" if grid is None else f"{entry['column']}={float(grid):g}"
-                hits = [r for r in rows if r.startswith(f"| {label} | {cell} | {value:.4g} |")
+                cell = "—" if grid is None else f"{entry['column']} = {float(grid):g}"
+                hits = [r for r in rows if r.startswith(f"| {label} | {cell} | {plain(value)} |")
                         and VERDICT.search(r)]
                 if len(hits) != 1:
                     missing.append(f"{family}:{key} {label} {cell} = {value}")
@@ -181,10 +207,43 @@ def test_every_published_number_and_claim_has_a_verdict(smoke_run: Path):
                     and VERDICT.search(r)]:
                 missing.append(f"{family}:{key} claim {text!r}")
         for path, value in other_numbers(entry):
-            text = " › ".join(path)
+            text = entry["labels"]["/".join(path)]
             if not [r for r in rows if r.startswith(f"| {text} | {value:g} |"
                                                     if not isinstance(value, str)
                                                     else f"| {text} | {value} |")
                     and VERDICT.search(r)]:
                 missing.append(f"{family}:{key} {text} = {value}")
     assert missing == []
+    # plain-language labels: no raw YAML path, no internal selector key
+    assert " › " not in md and "grid_of" not in md and "p_values" not in md
+
+
+def test_decisive_trials_take_the_most_any_inconclusive_row_needs_up_to_the_cap():
+    def row(experiment: str, status: str, needed: int | None) -> NumberResult:
+        return NumberResult(paper="glm", family="f", entry="e", source="", experiment=experiment,
+                            label="X", column="", grid="", published=1.0, status=status,
+                            reason="", trials_needed=needed)
+
+    rep = Reproduction(numbers=[row("a", "inconclusive", 30), row("a", "inconclusive", 80),
+                                row("a", "inconclusive", 5000), row("b", "inconclusive", None),
+                                row("c", "reproduced", None), row("d", "inconclusive", 12)])
+    assert rep.decisive_trials(200) == {"a": 80, "d": 12}
+    assert rep.decisive_trials(10_000) == {"a": 5000, "d": 12}
+
+
+def test_the_decisive_trials_overlay_raises_only_trials():
+    overlay = yaml.safe_load((REPO / "config" / "examples" / "decisive_trials.yaml").read_text())
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["experiments"]
+    assert overlay["results"] != "results" and overlay["experiments"]
+    for name, change in overlay["experiments"].items():
+        assert set(change) == {"trials"} and change["trials"] > base[name]["trials"], name
+
+
+def test_every_published_item_has_a_plain_language_label():
+    unlabelled = [f"{family}:{key} {path}" for family, key, entry in published_entries()
+                  for path, _ in published_items(entry)
+                  if path not in (entry.get("labels") or {})]
+    assert unlabelled == []
+    # negative control: an item without a label falls back on its keys in words, not its path
+    assert item_label({}, "rows/5/np") == "rows, 5, np"
+    assert item_label({"labels": {"rows/5/np": "NP% at k = 5"}}, "rows/5/np") == "NP% at k = 5"

@@ -32,6 +32,7 @@ from dpbandits import stats
 from dpbandits.data.provenance import data_reason
 from dpbandits.paper.published import ALPHA
 from dpbandits.paper.results import (
+    SYMBOLS,
     NotComparable,
     Results,
     column_of,
@@ -41,27 +42,49 @@ from dpbandits.paper.results import (
     select,
     trial_values,
 )
+from dpbandits.paper.verdict import (
+    DIFFERS,
+    INCONCLUSIVE,
+    INCONSISTENT,
+    PRECISION_GATE,
+    REPRODUCED,
+    Decision,
+    combine,
+    equivalence,
+    one_sided,
+    plain,
+    trials_for,
+)
 from dpbandits.seeding import stable_key
 from dpbandits.stats import N_BOOT
 
-STATUSES = ("reproduced", "differs", "not comparable", "not run")
+STATUSES = (REPRODUCED, DIFFERS, INCONCLUSIVE, INCONSISTENT, "not comparable", "not run")
 
 
 @dataclass
 class TestResult:
-    """What a comparison measured and whether its test supports the claim."""
+    """What a comparison measured and its verdict (dpbandits.paper.verdict) with the reason."""
 
-    supported: bool
+    status: str
     test: str
     measured: str
     estimate: float = math.nan
     p_value: float | None = None
     ci: tuple[float, float] | None = None
+    reason: str = ""
+    trials_needed: int | None = None
+
+    @property
+    def supported(self) -> bool:
+        """Whether the verdict is reproduced."""
+        return self.status == REPRODUCED
 
 
 @dataclass
 class ClaimResult:
-    """One claim's verdict: status ∈ STATUSES, with the reason, the test and what we measured."""
+    """One claim's verdict: status ∈ STATUSES, with the reason, the test and what we measured;
+    `reading` (how a qualitative word became a number), `explanation` (why it differs, from
+    docs/) and `counted` (False for arithmetic and claims with no published counterpart)."""
 
     id: str
     paper: str
@@ -75,6 +98,11 @@ class ClaimResult:
     p_value: float | None = None
     estimate: float = math.nan
     covers: list[str] = field(default_factory=list)
+    trials_needed: int | None = None
+    reading: str = ""
+    explanation: str = ""
+    counted: bool = True
+    not_counted: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         """The verdict as JSON-ready data (a non-finite estimate → None)."""
@@ -88,9 +116,7 @@ class ClaimResult:
 
 
 def _fmt(x: float) -> str:
-    if x is None or not np.isfinite(x):
-        return "nan"
-    return f"{x:.4g}"
+    return plain(x)
 
 
 def _pfmt(p: float) -> str:
@@ -187,19 +213,62 @@ def comparison(name: str, strict: bool) -> Callable[[Comparison], Comparison]:
     return wrap
 
 
-def _order(ctx: Context, a: dict, b: dict, a_greater: bool, strict: bool) -> TestResult:
+def difference(va: pd.Series, vb: pd.Series) -> tuple[float, float, float, int, str]:
+    """(mean(a) − mean(b), its s.e., degrees of freedom, trials, interval name): paired over the
+    trials both ran when they ran the same ≥ 2 trials, else Welch."""
+    common = va.index.intersection(vb.index)
+    if len(common) >= 2 and len(common) == len(va) == len(vb):
+        diff = (va.loc[common] - vb.loc[common]).to_numpy(float)
+        est, se, df = stats.paired_difference(diff)
+        return est, se, df, len(diff), f"paired t interval (n = {len(diff)} pairs)"
+    x, y = va.to_numpy(float), vb.to_numpy(float)
+    if len(x) < 2 or len(y) < 2:
+        raise NotComparable("a t interval needs at least 2 trials per group")
+    est, se, df = stats.welch_difference(x, y)
+    return est, se, df, min(len(x), len(y)), f"Welch t interval (n = {len(x)}, {len(y)})"
+
+
+def _order(ctx: Context, a: dict, b: dict, a_greater: bool, strict: bool,
+           margin: float = 0.0) -> TestResult:
+    """A strict order (one-sided t-test, inconclusive when neither direction is significant) or
+    a non-strict one: non-inferiority with `margin` (reproduced when the one-sided 1 − α bound
+    of the shortfall is below the margin), never reproduced without a margin."""
     va, vb = ctx.values(a), ctx.values(b)
-    stat, p, name = one_sided_t(va, vb, a_greater, ctx.test)
+    _, p, name = one_sided_t(va, vb, a_greater, ctx.test)
+    _, p_opp, _ = one_sided_t(va, vb, not a_greater, ctx.test)
+    est, se, df, n, _ = difference(va, vb)
     sign = ">" if a_greater else "<"
     measured = (f"{describe(a)}: {_mean_se(va.to_numpy())}; "
                 f"{describe(b)}: {_mean_se(vb.to_numpy())}")
     if strict:
-        return TestResult(p < ctx.alpha, f"one-sided {name}, H1: A {sign} B, α = {ctx.alpha}",
-                          measured, float(va.mean() - vb.mean()), p)
-    _, p_opp, _ = one_sided_t(va, vb, not a_greater, ctx.test)
-    return TestResult(p_opp >= ctx.alpha,
-                      f"one-sided {name} of the opposite direction, contradicted if p < "
-                      f"{ctx.alpha}", measured, float(va.mean() - vb.mean()), p_opp)
+        decision = one_sided(est, se, n, p, p_opp, ctx.alpha)
+        return TestResult(decision.status, f"one-sided {name}, H1: A {sign} B, α = {ctx.alpha}",
+                          measured, est, p, reason=decision.reason,
+                          trials_needed=decision.trials_needed)
+    shortfall = -est if a_greater else est
+    test = f"one-sided {name} of the opposite direction"
+    if margin <= 0:
+        if p_opp < ctx.alpha:
+            decision = Decision(DIFFERS, f"contradicted: the opposite direction is significant "
+                                f"(p = {plain(p_opp)})")
+        else:
+            decision = Decision(INCONCLUSIVE, f"not contradicted (p = {plain(p_opp)}){NO_MARGIN}")
+        return TestResult(decision.status, test, measured, est, p_opp, reason=decision.reason)
+    q = float(stats.t_margin(se, df, 2 * ctx.alpha)) if se > 0 else 0.0
+    upper, lower = shortfall + q, shortfall - q
+    if upper < margin and se <= margin / PRECISION_GATE:
+        decision = Decision(REPRODUCED, f"shortfall {plain(shortfall)}, one-sided "
+                            f"{100 * (1 - ctx.alpha):g} % bound {plain(upper)} < margin "
+                            f"{plain(margin)}")
+    elif lower > margin:
+        decision = Decision(DIFFERS, f"shortfall bound {plain(lower)} > margin {plain(margin)}")
+    else:
+        decision = Decision(INCONCLUSIVE, f"shortfall {plain(shortfall)}, bound {plain(upper)} "
+                            f"against margin {plain(margin)}",
+                            trials_for(se * math.sqrt(n), abs(margin - shortfall), ctx.alpha))
+    return TestResult(decision.status, f"non-inferiority, margin {plain(margin)}: {test}",
+                      measured, est, p_opp, reason=decision.reason,
+                      trials_needed=decision.trials_needed)
 
 
 @comparison("less", strict=True)
@@ -216,14 +285,33 @@ def _greater(ctx: Context, c: dict[str, Any]) -> TestResult:
 
 @comparison("at_most", strict=False)
 def _at_most(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """metric(a) ≤ metric(b): not contradicted by a significant a > b."""
-    return _order(ctx, c["a"], c["b"], a_greater=False, strict=False)
+    """metric(a) ≤ metric(b) (+ margin): non-inferiority, else not contradicted at best."""
+    return _order(ctx, c["a"], c["b"], a_greater=False, strict=False,
+                  margin=float(c.get("margin", 0.0)))
 
 
 @comparison("at_least", strict=False)
 def _at_least(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """metric(a) ≥ metric(b): not contradicted by a significant a < b."""
-    return _order(ctx, c["a"], c["b"], a_greater=True, strict=False)
+    """metric(a) ≥ metric(b) (− margin): non-inferiority, else not contradicted at best."""
+    return _order(ctx, c["a"], c["b"], a_greater=True, strict=False,
+                  margin=float(c.get("margin", 0.0)))
+
+
+NO_MARGIN = "; without a non-inferiority margin no number of trials can establish it"
+
+
+def _joined(reasons: list[str]) -> str:
+    """Reasons of several parts, each once, the missing-margin remark once at the end."""
+    bare = [r.replace(NO_MARGIN, "") for r in reasons]
+    text = "; ".join(dict.fromkeys(bare))
+    return text + (NO_MARGIN if any(NO_MARGIN in r for r in reasons) else "")
+
+
+def _combined(results: list[TestResult]) -> tuple[str, int | None, str]:
+    """Status, trials needed and reason of an intersection–union of parts."""
+    status, needed = combine([Decision(r.status, r.reason, r.trials_needed) for r in results])
+    chosen = [r.reason for r in results if r.status == status] or [r.reason for r in results]
+    return status, needed, _joined(chosen)
 
 
 @comparison("best", strict=True)
@@ -233,10 +321,13 @@ def _best(ctx: Context, c: dict[str, Any]) -> TestResult:
     results = [_order(ctx, c["a"], other, a_greater=better_high, strict=True)
                for other in c["others"]]
     worst = max(r.p_value or 0.0 for r in results)
-    return TestResult(all(r.supported for r in results),
+    status, needed, reason = _combined(results)
+    parts = [part for r in results for part in r.measured.split("; ")]
+    return TestResult(status,
                       f"{len(results)} one-sided t-tests (intersection-union, each at α = "
-                      f"{ctx.alpha})", "; ".join(r.measured for r in results),
-                      min(r.estimate for r in results), worst)
+                      f"{ctx.alpha})", "; ".join(dict.fromkeys(parts)),
+                      min(r.estimate for r in results), worst, reason=reason,
+                      trials_needed=needed)
 
 
 @comparison("ordering", strict=True)
@@ -244,15 +335,20 @@ def _ordering(ctx: Context, c: dict[str, Any]) -> TestResult:
     """metric increases along `chain` (each consecutive pair tested; intersection-union)."""
     chain = c["chain"]
     strict = c.get("strict", True)
-    results = [_order(ctx, x, y, a_greater=False, strict=strict)
+    results = [_order(ctx, x, y, a_greater=False, strict=strict,
+                      margin=float(c.get("margin", 0.0)))
                for x, y in zip(chain, chain[1:], strict=False)]
     means = [ctx.values(x).mean() for x in chain]
-    measured = " < ".join(f"{describe(x)} {_fmt(m)}" for x, m in zip(chain, means, strict=True))
+    measured = " ≤ ".join(f"{describe(x)} {_fmt(m)}" for x, m in zip(chain, means, strict=True))
+    reversed_pairs = sum(r.estimate > 0 for r in results)
     p = max(r.p_value or 0.0 for r in results) if strict else \
         min(r.p_value if r.p_value is not None else 1.0 for r in results)
-    return TestResult(all(r.supported for r in results),
-                      f"{len(results)} consecutive {results[0].test.split(',')[0]} "
-                      f"(intersection-union)", measured, float(means[-1] - means[0]), p)
+    status, needed, reason = _combined(results)
+    if reversed_pairs:
+        reason += f" ({reversed_pairs} of {len(results)} adjacent pairs reversed in the means)"
+    return TestResult(status, f"{len(results)} consecutive {results[0].test.split(',')[0]} "
+                      f"(intersection-union)", measured, float(means[-1] - means[0]), p,
+                      reason=reason, trials_needed=needed)
 
 
 def _trend(ctx: Context, c: dict[str, Any], increasing: bool) -> TestResult:
@@ -262,13 +358,18 @@ def _trend(ctx: Context, c: dict[str, Any], increasing: bool) -> TestResult:
     y = values.to_numpy(float)
     xs = np.log(x) if c.get("log") else x
     slope, t, p = ols_slope(xs, y, increasing)
+    _, _, p_opp = ols_slope(xs, y, not increasing)
+    se = abs(slope / t) if t and np.isfinite(t) else 0.0
+    decision = one_sided(slope, se, len(y), p, p_opp, ctx.alpha) if se > 0 else \
+        Decision(REPRODUCED if p < ctx.alpha else DIFFERS, "no spread around the line")
     means = values.groupby(level=0).mean()
-    measured = ", ".join(f"{over}={k:g}: {_fmt(v)}" for k, v in means.items())
+    measured = ", ".join(f"{SYMBOLS.get(over, over)} = {_value(k)}: {_fmt(v)}"
+                         for k, v in means.items())
     axis = f"log {over}" if c.get("log") else over
     word = "> 0" if increasing else "< 0"
-    return TestResult(p < ctx.alpha, f"OLS slope t-test on {axis} (n = {len(y)}), H1: slope "
+    return TestResult(decision.status, f"OLS slope t-test on {axis} (n = {len(y)}), H1: slope "
                       f"{word}, α = {ctx.alpha}", f"{describe(c['select'])}: {measured}",
-                      slope, p)
+                      slope, p, reason=decision.reason, trials_needed=decision.trials_needed)
 
 
 @comparison("increasing", strict=True)
@@ -287,18 +388,29 @@ def _ratio(ctx: Context, c: dict[str, Any], at_most: bool) -> TestResult:
     va, vb = ctx.values(c["a"]), ctx.values(c["b"])
     ratio, reps, paired = bootstrap_ratio(va, vb, ctx.seed)
     threshold = float(c["threshold"])
-    bound = float(np.quantile(reps, 1 - ctx.alpha if at_most else ctx.alpha))
-    ok = bound < threshold if at_most else bound > threshold
+    upper, lower = (float(np.quantile(reps, q)) for q in (1 - ctx.alpha, ctx.alpha))
+    bound, opposite = (upper, lower) if at_most else (lower, upper)
     side = "upper" if at_most else "lower"
     sign = "<" if at_most else ">"
+    if (bound < threshold) if at_most else (bound > threshold):
+        decision = Decision(REPRODUCED, f"{side} bound {plain(bound)} {sign} {plain(threshold)}")
+    elif (opposite > threshold) if at_most else (opposite < threshold):
+        decision = Decision(DIFFERS, f"the whole {100 * (1 - 2 * ctx.alpha):g} % interval "
+                            f"{plain(lower)} to {plain(upper)} is past {plain(threshold)}")
+    else:
+        sd = float(reps.std()) * math.sqrt(min(len(va), len(vb)))
+        decision = Decision(INCONCLUSIVE, f"the {100 * (1 - 2 * ctx.alpha):g} % interval "
+                            f"{plain(lower)} to {plain(upper)} contains {plain(threshold)}",
+                            trials_for(sd, abs(ratio - threshold), ctx.alpha))
     kind = "paired" if paired else "unpaired"
     return TestResult(
-        ok,
+        decision.status,
         f"{kind} bootstrap ({N_BOOT} resamples) one-sided {100 * (1 - ctx.alpha):g} % {side} "
         f"bound of the ratio of means {sign} {threshold:g}",
-        f"{describe(c['a'])} / {describe(c['b'])} = {ratio:.3f} ({side} bound {bound:.3f}; "
-        f"{_fmt(va.mean())} / {_fmt(vb.mean())})",
-        ratio, None, (bound, bound))
+        f"{describe(c['a'])} / {describe(c['b'])} = {plain(ratio)} ({side} bound "
+        f"{plain(bound)}; {_fmt(va.mean())} / {_fmt(vb.mean())})",
+        ratio, None, (bound, bound), reason=decision.reason,
+        trials_needed=decision.trials_needed)
 
 
 @comparison("ratio_at_most", strict=True)
@@ -313,46 +425,52 @@ def _ratio_at_least(ctx: Context, c: dict[str, Any]) -> TestResult:
     return _ratio(ctx, c, at_most=False)
 
 
+def _band(c: dict[str, Any]) -> tuple[float, float]:
+    """The claim's [low, high] widened by its stated equivalence `margin` on each side."""
+    margin = float(c.get("margin", 0.0))
+    return float(c["low"]) - margin, float(c["high"]) + margin
+
+
+def _band_text(c: dict[str, Any]) -> str:
+    low, high = float(c["low"]), float(c["high"])
+    text = plain(low) if low == high else f"[{plain(low)}, {plain(high)}]"
+    return text + (f" ± margin {plain(float(c['margin']))}" if c.get("margin") else "")
+
+
 @comparison("ratio_between", strict=False)
 def _ratio_between(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """mean(a)/mean(b) in [low, high]: not contradicted when the two-sided bootstrap CI meets it."""
+    """low ≤ mean(a)/mean(b) ≤ high: equivalence with the bootstrap 1 − 2α interval."""
     va, vb = ctx.values(c["a"]), ctx.values(c["b"])
     ratio, reps, paired = bootstrap_ratio(va, vb, ctx.seed)
-    lo, hi = np.quantile(reps, [ctx.alpha / 2, 1 - ctx.alpha / 2])
-    low, high = float(c["low"]), float(c["high"])
-    ok = hi >= low and lo <= high
+    low, high = _band(c)
+    n = min(len(va), len(vb))
+    decision = equivalence(ratio, float(reps.std()), n, low, high, ctx.alpha)
+    lo, hi = np.quantile(reps, [ctx.alpha, 1 - ctx.alpha])
     return TestResult(
-        bool(ok),
-        f"{'paired' if paired else 'unpaired'} bootstrap {100 * (1 - ctx.alpha):g} % CI of the "
-        f"ratio of means meets [{low:g}, {high:g}]",
-        f"{describe(c['a'])} / {describe(c['b'])} = {ratio:.3f} "
-        f"(CI {lo:.3f}–{hi:.3f})", ratio, None, (float(lo), float(hi)))
+        decision.status,
+        f"{'paired' if paired else 'unpaired'} bootstrap {100 * (1 - 2 * ctx.alpha):g} % "
+        f"interval of the ratio of means inside {_band_text(c)} (equivalence)",
+        f"{describe(c['a'])} / {describe(c['b'])} = {plain(ratio)} "
+        f"(interval {plain(lo)} to {plain(hi)})", ratio, None, (float(lo), float(hi)),
+        reason=decision.reason, trials_needed=decision.trials_needed)
 
 
 @comparison("difference_between", strict=False)
 def _difference_between(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """mean(a) − mean(b) in [low, high]: not contradicted when the two-sided t interval of the
-    difference (paired over shared trials, else Welch) meets the range."""
+    """low ≤ mean(a) − mean(b) ≤ high: equivalence with the 1 − 2α t interval of the difference
+    (paired over shared trials, else Welch)."""
     va, vb = ctx.values(c["a"]), ctx.values(c["b"])
-    common = va.index.intersection(vb.index)
-    if len(common) >= 2 and len(common) == len(va) == len(vb):
-        diff = (va.loc[common] - vb.loc[common]).to_numpy(float)
-        est, se, df = stats.paired_difference(diff)
-        name = f"paired t interval (n = {len(diff)} pairs)"
-    else:
-        x, y = va.to_numpy(float), vb.to_numpy(float)
-        if len(x) < 2 or len(y) < 2:
-            raise NotComparable("a t interval needs at least 2 trials per group")
-        est, se, df = stats.welch_difference(x, y)
-        name = f"Welch t interval (n = {len(x)}, {len(y)})"
-    half = stats.t_margin(se, df, ctx.alpha)
-    low, high = float(c["low"]), float(c["high"])
+    est, se, df, n, name = difference(va, vb)
+    low, high = _band(c)
+    decision = equivalence(est, se, n, low, high, ctx.alpha, df)
+    half = stats.t_margin(se, df, 2 * ctx.alpha)
     return TestResult(
-        est + half >= low and est - half <= high,
-        f"two-sided {100 * (1 - ctx.alpha):g} % {name} of the difference meets "
-        f"[{low:g}, {high:g}]",
-        f"{describe(c['a'])} − {describe(c['b'])} = {_fmt(est)} (CI {_fmt(est - half)}–"
-        f"{_fmt(est + half)})", est, None, (est - half, est + half))
+        decision.status,
+        f"{100 * (1 - 2 * ctx.alpha):g} % {name} of the difference inside {_band_text(c)} "
+        "(equivalence)",
+        f"{describe(c['a'])} − {describe(c['b'])} = {_fmt(est)} (interval {_fmt(est - half)} "
+        f"to {_fmt(est + half)})", est, None, (est - half, est + half),
+        reason=decision.reason, trials_needed=decision.trials_needed)
 
 
 @comparison("more_variable", strict=True)
@@ -362,34 +480,44 @@ def _more_variable(ctx: Context, c: dict[str, Any]) -> TestResult:
     if len(x) < 2 or len(y) < 2:
         raise NotComparable("an F-test needs at least 2 trials per group")
     vx, vy, p = stats.variance_ratio_test(x, y)
+    _, _, p_opp = stats.variance_ratio_test(y, x)
+    # s.e. of the log variance ratio ≈ 2/√(n − 1) per group pair: its per-trial sd is 2
+    decision = one_sided(math.log(vx / vy) if vx > 0 and vy > 0 else 0.0,
+                         2 / math.sqrt(min(len(x), len(y)) - 1), min(len(x), len(y)) - 1,
+                         p, p_opp, ctx.alpha)
     return TestResult(
-        p < ctx.alpha, f"one-sided F-test of the variance ratio (n = {len(x)}, {len(y)}), "
+        decision.status, f"one-sided F-test of the variance ratio (n = {len(x)}, {len(y)}), "
         f"α = {ctx.alpha}",
         f"sd {describe(c['a'])} = {_fmt(math.sqrt(vx))}, sd {describe(c['b'])} = "
-        f"{_fmt(math.sqrt(vy))}", math.sqrt(vx / vy) if vy > 0 else math.inf, p)
+        f"{_fmt(math.sqrt(vy))}", math.sqrt(vx / vy) if vy > 0 else math.inf, p,
+        reason=decision.reason, trials_needed=decision.trials_needed)
 
 
 @comparison("between", strict=False)
 def _between(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """mean metric of `select` in [low, high]: not contradicted when its t CI meets the range."""
+    """low ≤ mean metric of `select` ≤ high: equivalence with the 1 − 2α t interval of the mean
+    (a floor is a range with a high far above it)."""
     values = ctx.values(c["select"]).to_numpy(float)
     n = len(values)
     if n < 2:
         raise NotComparable("a t interval needs at least 2 trials")
     mean = float(values.mean())
-    half = stats.t_half_width(values, ctx.alpha)
-    low, high = float(c["low"]), float(c["high"])
-    ok = mean + half >= low and mean - half <= high
+    se = float(stats.standard_error(values))
+    low, high = _band(c)
+    decision = equivalence(mean, se, n, low, high, ctx.alpha, n - 1)
+    half = stats.t_margin(se, n - 1, 2 * ctx.alpha)
     return TestResult(
-        ok, f"two-sided {100 * (1 - ctx.alpha):g} % t interval meets [{low:g}, {high:g}]",
-        f"{describe(c['select'])}: {_fmt(mean)} (CI {_fmt(mean - half)}–{_fmt(mean + half)}, "
-        f"n = {n})", mean, None, (mean - half, mean + half))
+        decision.status, f"{100 * (1 - 2 * ctx.alpha):g} % t interval of the mean inside "
+        f"{_band_text(c)} (equivalence)",
+        f"{describe(c['select'])}: {_fmt(mean)} (interval {_fmt(mean - half)} to "
+        f"{_fmt(mean + half)}, n = {n})", mean, None, (mean - half, mean + half),
+        reason=decision.reason, trials_needed=decision.trials_needed)
 
 
 @comparison("stable", strict=True)
 def _stable(ctx: Context, c: dict[str, Any]) -> TestResult:
-    """Relative range (max − min)/min of the group means over `over` < threshold, established by
-    the bootstrap upper bound (trials resampled within each group)."""
+    """Relative range (max − min)/min of the group means over `over` < threshold: reproduced when
+    the bootstrap upper bound is below it, differs when the lower bound is above it."""
     over = c["over"]
     values = ctx.values(c["select"], by=column_of(ctx.summary, over))
     groups = [g.to_numpy(float) for _, g in values.groupby(level=0)]
@@ -402,17 +530,55 @@ def _stable(ctx: Context, c: dict[str, Any]) -> TestResult:
     rel = float((means.max() - means.min()) / scale)
     rel_reps = (reps.max(axis=1) - reps.min(axis=1)) / scale_reps
     bound = float(np.quantile(rel_reps, 1 - ctx.alpha))
+    lower = float(np.quantile(rel_reps, ctx.alpha))
     threshold = float(c["threshold"])
+    if bound < threshold:
+        decision = Decision(REPRODUCED, f"upper bound {plain(bound)} < {plain(threshold)}")
+    elif lower > threshold:
+        decision = Decision(DIFFERS, f"lower bound {plain(lower)} > {plain(threshold)}")
+    else:
+        sd = float(rel_reps.std()) * math.sqrt(min(len(g) for g in groups))
+        decision = Decision(INCONCLUSIVE, f"bounds {plain(lower)} to {plain(bound)} contain "
+                            f"{plain(threshold)}", trials_for(sd, abs(threshold - rel),
+                                                              ctx.alpha))
     keys = [k for k, _ in values.groupby(level=0)]
-    measured = ", ".join(f"{over}={_value(k)}: {_fmt(m)}"
+    measured = ", ".join(f"{SYMBOLS.get(over, over)} = {_value(k)}: {_fmt(m)}"
                          for k, m in zip(keys, means, strict=True))
     what = "range (max − min)" if absolute else "relative range"
     return TestResult(
-        bound < threshold,
+        decision.status,
         f"bootstrap ({N_BOOT} resamples) one-sided {100 * (1 - ctx.alpha):g} % upper bound of "
         f"the {what} < {threshold:g}",
-        f"{describe(c['select'])}: {measured}; {what} {rel:.3g} (upper bound "
-        f"{bound:.3g})", rel, None, (bound, bound))
+        f"{describe(c['select'])}: {measured}; {what} {plain(rel)} (upper bound "
+        f"{plain(bound)})", rel, None, (bound, bound), reason=decision.reason,
+        trials_needed=decision.trials_needed)
+
+
+@comparison("within_band", strict=False)
+def _within_band(ctx: Context, c: dict[str, Any]) -> TestResult:
+    """Every group's mean over `over` lies within ±half_width of the mean of all groups:
+    equivalence per group on the per-trial deviation from the trial's mean over the groups."""
+    over = c["over"]
+    values = ctx.values(c["select"], by=column_of(ctx.summary, over))
+    table = values.unstack(level=0)
+    if table.shape[1] < 2 or table.isna().any().any() or len(table) < 2:
+        raise NotComparable(f"a band over {over} needs ≥ 2 values run on the same ≥ 2 trials")
+    half = float(c["half_width"])
+    deviation = table.sub(table.mean(axis=1), axis=0)
+    parts, texts = [], []
+    for key in deviation.columns:
+        d = deviation[key].to_numpy(float)
+        se = float(stats.standard_error(d))
+        parts.append(equivalence(float(d.mean()), se, len(d), -half, half, ctx.alpha,
+                                 len(d) - 1))
+        texts.append(f"{_value(key)}: {plain(float(d.mean()))} ± {plain(se)}")
+    status, needed = combine(parts)
+    reason = "; ".join(dict.fromkeys(p.reason for p in parts if p.status == status))
+    return TestResult(
+        status, f"{100 * (1 - 2 * ctx.alpha):g} % paired t interval of each value's deviation "
+        f"from the mean over {over} inside ±{plain(half)} (equivalence, all must hold)",
+        f"{describe(c['select'])}: deviations {', '.join(texts)} (n = {len(table)})",
+        float(deviation.abs().mean().max()), None, reason=reason, trials_needed=needed)
 
 
 def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
@@ -435,11 +601,14 @@ def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
     strict = STRICT[kind]
     ps = [r.p_value for _, r in results if r.p_value is not None]
     p = (max(ps) if strict else min(ps)) if ps else None
+    status, needed = combine([Decision(r.status, r.reason, r.trials_needed) for _, r in results])
+    name = SYMBOLS.get(column, column)
+    reason = _joined([f"{name} = {_value(v)}: {r.reason}" for v, r in results
+                      if r.status == status])
     return TestResult(
-        all(r.supported for _, r in results),
-        f"{results[0][1].test}; for each {column} (all must hold)",
-        " | ".join(f"{column}={_value(v)}: {r.measured}" for v, r in results),
-        min(r.estimate for _, r in results), p)
+        status, f"{results[0][1].test}; for each {name} (all must hold)",
+        " | ".join(f"{name} = {_value(v)}: {r.measured}" for v, r in results),
+        min(r.estimate for _, r in results), p, reason=reason, trials_needed=needed)
 
 
 def _selectors(comp: dict[str, Any]) -> list[dict[str, Any]]:
@@ -479,12 +648,17 @@ def _with_key(comp: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
 
 
 def evaluate_claim(claim: dict[str, Any], results: Results) -> ClaimResult:
-    """Verdict of one claim: reproduced / differs (with the reason) / not comparable (results at
+    """Verdict of one claim: reproduced / differs / inconclusive (dpbandits.paper.verdict),
+    paper inconsistent (the claim's `inconsistent` arithmetic), not comparable (results at
     another scale, or unable to answer) / not run (no results)."""
     covers = claim.get("covers") or []
     base = dict(id=claim["id"], paper=claim["paper"], text=claim["text"],
                 source=claim.get("source", ""), experiment=claim["experiment"],
-                covers=covers if isinstance(covers, list) else [covers])
+                covers=covers if isinstance(covers, list) else [covers],
+                reading=" ".join(str(claim.get("reading", "")).split()),
+                explanation=" ".join(str(claim.get("explanation", "")).split()),
+                counted=bool(claim.get("counted", True)),
+                not_counted=" ".join(str(claim.get("not_counted", "")).split()))
     name = claim["experiment"]
     if name not in results.experiments:
         return ClaimResult(**base, status="not run",
@@ -510,22 +684,10 @@ def evaluate_claim(claim: dict[str, Any], results: Results) -> ClaimResult:
                   estimate=result.estimate)
     if scale:
         return ClaimResult(**base, **common, status="not comparable", reason=scale)
-    if result.supported:
-        return ClaimResult(**base, **common, status="reproduced", reason=_support_text(result))
-    return ClaimResult(**base, **common, status="differs",
-                       reason=_failure_text(result, STRICT[claim["comparison"]["kind"]]))
-
-
-def _support_text(result: TestResult) -> str:
-    if result.p_value is not None:
-        return f"supported ({_pfmt(result.p_value)})"
-    return "supported by the bootstrap bound"
-
-
-def _failure_text(result: TestResult, strict: bool) -> str:
-    if not strict:
-        p = f" ({_pfmt(result.p_value)})" if result.p_value is not None else ""
-        return f"contradicted at the stated level{p}"
-    if result.p_value is not None:
-        return f"not established: {_pfmt(result.p_value)}"
-    return "not established: the bootstrap bound misses the threshold"
+    if claim.get("inconsistent"):
+        arithmetic = " ".join(str(claim["inconsistent"]).split())
+        return ClaimResult(**base, **common, status=INCONSISTENT,
+                           reason=f"{arithmetic} (our test: {result.status}, {result.reason})")
+    return ClaimResult(**base, **common, status=result.status, reason=result.reason,
+                       trials_needed=result.trials_needed if result.status == INCONCLUSIVE
+                       else None)

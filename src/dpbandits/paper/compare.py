@@ -1,19 +1,20 @@
 """One published number against ours: the agreement rule that applies (paper/claims.yaml
-`agreement`, else the entry's own, else within 2 standard errors) and the verdict."""
+`agreement`, else the entry's own, else ±10 %) and the verdict (dpbandits.paper.verdict)."""
 
 from __future__ import annotations
 
 import fnmatch
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from dpbandits import stats
 from dpbandits.data.provenance import data_reason
 from dpbandits.errors import ConfigError
+from dpbandits.paper.published import ALPHA
 from dpbandits.paper.results import (
     NotComparable,
     Results,
@@ -21,9 +22,10 @@ from dpbandits.paper.results import (
     metric_values,
     trial_values,
 )
+from dpbandits.paper.verdict import DIVERGED_FACTOR, REPRODUCED, Decision, equivalence, plain
 
-DEFAULT_RULE = {"kind": "standard_errors", "tolerance": 2.0}
-RULE_KINDS = ("relative", "factor", "standard_errors", "absolute")
+DEFAULT_RULE = {"kind": "relative", "tolerance": 0.10}
+RULE_KINDS = ("relative", "factor", "absolute")
 LABEL_EPS = re.compile(r"^(?P<alg>.+?)\s+ε0?\s*=\s*(?P<eps>[0-9.eE+-]+)$")
 
 
@@ -47,12 +49,16 @@ class NumberResult:
     se: float | None = None
     n: int = 0
     accounting: str = ""
+    median: float | None = None
+    diverged: int = 0
+    trials_needed: int | None = None
+    explanation: str = ""
 
 
 def agreement_rule(ref: str, label: str, entry: dict[str, Any],
                    rules: list[dict[str, Any]], default: dict[str, Any]) -> dict[str, Any]:
     """First rule of claims.yaml `agreement` matching (entry, label); else the entry's own
-    `agreement`; else the default (2 standard errors)."""
+    `agreement`; else the default (±10 %)."""
     base = label_parts(label)[0]
     for rule in rules:
         if not fnmatch.fnmatchcase(ref, rule.get("published", "*")):
@@ -85,32 +91,40 @@ def describe_rule(rule: dict[str, Any]) -> str:
     text = {
         "relative": f"±{100 * tol:g} %",
         "factor": f"within a factor {tol:g}",
-        "standard_errors": f"±{tol:g} s.e.",
         "absolute": f"±{tol:g}",
     }[rule["kind"]]
     return f"{text} ({rule['basis']})" if rule.get("basis") else text
 
 
-def apply_rule(rule: dict[str, Any], mean: float, se: float, n: int, published: float) \
-        -> tuple[bool | None, str]:
-    """(agrees, how far off); None when the rule cannot be applied (e.g. s.e. of one trial)."""
+def margin_band(rule: dict[str, Any], published: float) -> tuple[float, float]:
+    """The equivalence band [low, high] a rule puts around a published value."""
     kind, tol = rule["kind"], float(rule["tolerance"])
     if kind == "relative":
-        rel = mean / published - 1
-        return abs(rel) <= tol, f"{100 * rel:+.1f} % from published"
-    if kind == "factor":
-        ratio = mean / published
-        return 1 / tol <= ratio <= tol, f"{ratio:.2f}× published"
-    if kind == "absolute":
-        diff = mean - published
-        return abs(diff) <= tol, f"{diff:+.4g} from published"
+        edges = (published * (1 - tol), published * (1 + tol))
+    elif kind == "factor":
+        edges = (published / tol, published * tol)
+    else:
+        edges = (published - tol, published + tol)
+    return min(edges), max(edges)
+
+
+def apply_rule(rule: dict[str, Any], mean: float, se: float, n: int, published: float,
+               alpha: float = ALPHA) -> Decision | None:
+    """Equivalence of our mean with the published value within the rule's margin (two one-sided
+    tests, precision gate: docs/reproduction.md, "Verdicts"); None for a single trial."""
     if n < 2:
-        return None, "one trial: no standard error"
-    if se == 0:
-        same = math.isclose(mean, published, rel_tol=1e-9, abs_tol=1e-12)
-        return same, "no spread across trials"
-    z = (mean - published) / se
-    return abs(z) <= tol, f"{z:+.1f} s.e. from published"
+        return None
+    low, high = margin_band(rule, published)
+    decision = equivalence(mean, se, n, low, high, alpha, n - 1)
+    decision.reason = f"{decision.reason} ({plain(mean / published)}× published)" \
+        if published else decision.reason
+    return decision
+
+
+def diverged_runs(values: np.ndarray) -> tuple[float, int]:
+    """(median, number of runs above DIVERGED_FACTOR × the median) of a cell's regrets."""
+    median = float(np.median(values))
+    return median, int(np.sum(values > DIVERGED_FACTOR * median)) if median > 0 else 0
 
 
 def label_parts(label: str) -> tuple[str, float | None]:
@@ -212,15 +226,16 @@ def compare_number(ref: str, entry: dict[str, Any], label: str, grid: Any, publi
     if scale:
         base.status, base.reason = "not comparable", scale
         return base
-    agrees, how = apply_rule(rule, base.mean, base.se or 0.0, base.n, published)
-    if agrees is None:
-        base.status, base.reason = "not comparable", f"not comparable: {how}"
+    if metric == "regret":
+        base.median, base.diverged = diverged_runs(arr)
+    decision = apply_rule(rule, base.mean, base.se or 0.0, base.n, published)
+    if decision is None:
+        base.status, base.reason = "not comparable", "not comparable: one trial, no standard error"
         return base
-    base.status = "reproduced" if agrees else "differs"
-    note = rule.get("note")
-    base.reason = how if agrees else f"{how}; allowed {describe_rule(rule).split(' (')[0]}"
-    if note and not agrees:
-        base.reason += f" — {note}"
+    base.status, base.reason = decision.status, decision.reason
+    base.trials_needed = decision.trials_needed
+    if decision.status != REPRODUCED:
+        base.explanation = " ".join(str(rule.get("note", "")).split())
     return base
 
 

@@ -40,7 +40,8 @@ HEADER = (
 """
 )
 INSTANCE_FIELDS = ("kappa", "kappa_star")
-STATUS_WORDS = {"reproduced": "reproduced", "differs": "differs",
+STATUS_WORDS = {"reproduced": "reproduced", "differs": "differs", "inconclusive": "inconclusive",
+                "paper inconsistent": "paper inconsistent",
                 "not comparable": "not comparable", "not run": "not run"}
 
 
@@ -160,6 +161,8 @@ def report_numbers(rep: dict[str, Any]) -> dict[str, str]:
     counts = rep["summary"]
     out = {"repro/reproduced": str(counts["reproduced"]), "repro/differ": str(counts["differs"]),
            "repro/notcomparable": str(counts.get("not comparable", 0)),
+           "repro/inconclusive": str(counts.get("inconclusive", 0)),
+           "repro/inconsistent": str(counts.get("paper inconsistent", 0)),
            "repro/notrun": str(counts["not run"]), "repro/summary": rep["summary_line"]}
     for claim in rep["claims"]:
         out[f"claim/{claim['id']}"] = STATUS_WORDS[claim["status"]]

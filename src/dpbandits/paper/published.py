@@ -20,7 +20,8 @@ FAMILY_PAPER = {"realdata": "ts"}
 METADATA_KEYS = {
     "source", "summary", "note", "notes", "text", "description", "instance", "x_axis", "y_axis",
     "column", "horizon", "approximate", "experiment", "metric", "reference", "where", "pick",
-    "agreement", "K", "d", "T", "trials", "seeds", "delta", "epsilon_user", "values", "claims",
+    "agreement", "labels", "K", "d", "T", "trials", "seeds", "delta", "epsilon_user", "values",
+    "claims",
 }
 TEXT_KEYS = {"source", "summary", "note", "notes", "text", "description"}
 
@@ -155,6 +156,7 @@ SELECTOR_KEYS = {
     "ratio_at_least": ("a", "b", "threshold"), "ratio_between": ("a", "b", "low", "high"),
     "between": ("select", "low", "high"), "stable": ("select", "over", "threshold"),
     "difference_between": ("a", "b", "low", "high"), "more_variable": ("a", "b"),
+    "within_band": ("select", "over", "half_width"),
 }
 TESTS = ("auto", "paired_t", "welch_t")
 

@@ -14,6 +14,14 @@ from dpbandits.atomic import write_text_atomic
 from dpbandits.paper.claims import ClaimResult
 from dpbandits.paper.compare import NumberResult
 from dpbandits.paper.reproduction import PublishedClaimResult, Reproduction
+from dpbandits.paper.verdict import (
+    DIFFERS,
+    DIVERGED_FACTOR,
+    INCONCLUSIVE,
+    INCONSISTENT,
+    REPRODUCED,
+    plain,
+)
 
 PAPERS = {
     "glm": "Shuffle and Joint Differential Privacy for Generalized Linear Contextual Bandits "
@@ -26,23 +34,33 @@ PAPERS = {
 
 
 def _num(x: float | None, digits: int = 4) -> str:
-    if x is None or (isinstance(x, float) and not np.isfinite(x)):
-        return "—"
-    return f"{x:.{digits}g}"
+    return plain(x, digits)
 
 
 def _ours(r: NumberResult) -> str:
     if r.mean is None:
         return "—"
     se = f" ± {_num(r.se)}" if r.se is not None else ""
-    return f"{_num(r.mean)}{se} (n = {r.n})"
+    tail = f"n = {r.n}"
+    if r.diverged:
+        tail += (f"; median {_num(r.median)}, {r.diverged} of {r.n} runs diverged (regret above "
+                 f"{DIVERGED_FACTOR:g} × the median)")
+    return f"{_num(r.mean)}{se} ({tail})"
 
 
-def _verdict(status: str, reason: str) -> str:
-    """"**status**: reason", without repeating a status the reason starts with."""
+def _verdict(status: str, reason: str, trials_needed: int | None = None,
+             explanation: str = "") -> str:
+    """"**status**: reason" (without repeating a status the reason starts with), the trials
+    that would decide an inconclusive verdict, and the explanation docs/ give for a difference."""
     if reason.startswith(status):
-        return f"**{status}**{reason[len(status):]}"
-    return f"**{status}**" + (f": {reason}" if reason else "")
+        text = f"**{status}**{reason[len(status):]}"
+    else:
+        text = f"**{status}**" + (f": {reason}" if reason else "")
+    if status == INCONCLUSIVE and trials_needed:
+        text += f"; decisive at about {trials_needed} trials at the observed spread"
+    if explanation and status in (DIFFERS, INCONSISTENT, INCONCLUSIVE):
+        text += f". Why: {explanation}"
+    return text
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -87,12 +105,12 @@ def _sections(rep: Reproduction) -> list[dict[str, Any]]:
 
 def number_rows(numbers: list[NumberResult]) -> list[list[str]]:
     """Table rows of published numbers (NUMBER_HEADER)."""
-    return [[r.label, r.grid or "—", _num(r.published), _ours(r), r.rule,
-             _verdict(r.status, r.reason)] for r in numbers]
+    return [[r.label, r.grid.replace("=", " = ") or "—", _num(r.published), _ours(r), r.rule,
+             _verdict(r.status, r.reason, r.trials_needed, r.explanation)] for r in numbers]
 
 
-NUMBER_HEADER = ["algorithm", "setting", "published", "ours (mean ± s.e.)", "agreement rule",
-                 "verdict"]
+NUMBER_HEADER = ["algorithm", "setting", "published", "ours (mean ± s.e.)",
+                 "equivalence margin", "verdict"]
 PCLAIM_HEADER = ["claim", "published", "ours", "checked by", "verdict"]
 CLAIM_HEADER = ["claim", "source", "experiment", "test", "measured", "verdict"]
 
@@ -105,8 +123,17 @@ def pclaim_rows(claims: list[PublishedClaimResult]) -> list[list[str]]:
 
 def claim_rows(claims: list[ClaimResult]) -> list[list[str]]:
     """Table rows of tested claims (CLAIM_HEADER)."""
-    return [[f"{c.text} (`{c.id}`)", c.source, c.experiment, c.test or "—", c.measured or "—",
-             _verdict(c.status, c.reason)] for c in claims]
+    return [[_claim_text(c), c.source, c.experiment, c.test or "—", c.measured or "—",
+             _verdict(c.status, c.reason, c.trials_needed, c.explanation)] for c in claims]
+
+
+def _claim_text(c: ClaimResult) -> str:
+    text = f"{c.text} (`{c.id}`)"
+    if c.reading:
+        text += f"; our reading: {c.reading}"
+    if not c.counted:
+        text += f"; not counted: {c.not_counted}"
+    return text
 
 
 def scale_warning(rep: Reproduction) -> str | None:
@@ -120,27 +147,70 @@ def scale_warning(rep: Reproduction) -> str | None:
             "without a difference, as not comparable")
 
 
+LEGEND = (
+    "Settings in the rows: ε privacy budget (ε₀ for the local model); S the norm bound that sets "
+    "κ (Private-GLM); v the exploration scale of the TS methods and α the confidence scale of the "
+    "UCB methods (v = 1 and α = 1 are the defaults); q the subsampling rate; B the batch size; k "
+    "the group size; \"grid cell = best\" the best cell of a grid-searched method. A method name "
+    "followed by settings in brackets is that cell of the method's grid."
+)
+VERDICTS = (
+    "*reproduced*: the 90 % interval of our estimate lies inside the stated equivalence margin "
+    "around the published value (or, for an ordering, its one-sided test establishes it at the "
+    "stated level) and the standard error is at most a third of the margin; *differs*: the "
+    "interval lies outside the margin, or the opposite direction is significant; *inconclusive*: "
+    "neither, with the number of trials that would decide it at the observed spread; *paper "
+    "inconsistent*: the paper's own numbers contradict the claim (the arithmetic is shown); "
+    "*not comparable*: results at another scale or that cannot answer; *not run*: no results. "
+    "The headline counts each test once; published claims decided by a test point to it; "
+    "arithmetic checks and claims with no published counterpart are shown but not counted. "
+    "Rules: docs/reproduction.md."
+)
+
+
+def paper_summary(rep: Reproduction, paper: str) -> list[str]:
+    """Two or three sentences on one paper: counts by verdict, what differs and what is
+    inconsistent, and the trials the inconclusive rows need."""
+    rows = rep.verdict_rows(paper)
+    if not rows:
+        return []
+    counts = rep.counts(paper)
+    out = [f"{len(rows)} tests: {rep.summary_line(paper)}."]
+    for status, word in ((DIFFERS, "Differs"), (INCONSISTENT, "Paper inconsistent")):
+        names = [_row_name(r) for r in rows if r.status == status]
+        if names:
+            out.append(f"{word}: {', '.join(names)}.")
+    needed = [r.trials_needed for r in rows
+              if r.status == INCONCLUSIVE and getattr(r, "trials_needed", None)]
+    if counts[INCONCLUSIVE]:
+        decidable = (f"{len(needed)} of them would be decided by more trials (up to "
+                     f"{max(needed)})" if needed else "none of them by more trials alone")
+        out.append(f"{counts[INCONCLUSIVE]} inconclusive: {decidable}.")
+    if counts[REPRODUCED] == 0 and len(out) == 1:
+        out.append("Nothing reproduced at this scale.")
+    return out
+
+
+def _row_name(row: Any) -> str:
+    if isinstance(row, NumberResult):
+        grid = f", {row.grid.replace('=', ' = ')}" if row.grid else ""
+        return f"{row.label}{grid} ({row.entry})"
+    if isinstance(row, ClaimResult):
+        return f"`{row.id}`"
+    return f"\"{row.text}\""
+
+
 def render_markdown(rep: Reproduction) -> str:
-    """The report as Markdown: summary line, then per paper its entries and claims."""
+    """The report as Markdown: headline, per-paper summary and legend, then per paper its
+    entries and claims."""
     warning = scale_warning(rep)
-    lines = [
-        "# Reproduction report",
-        "",
-        f"**{rep.summary_line()}.**",
-        "",
-        *([f"> **{warning}.**", ""] if warning else []),
-        "Every published number and claim of the three papers, our value with its uncertainty "
-        "(mean ± standard error over trials), and a verdict: *reproduced* (within the stated "
-        "agreement rule, or the claim's statistical test supports it), *differs* (with the "
-        "reason), *not comparable* (results at another scale, e.g. the smoke configuration, or "
-        "results that cannot answer, e.g. a single trial) or *not run* (no results). "
-        "Agreement rules follow docs/reproduction.md where it gives one; "
-        "otherwise a number is reproduced when our mean is within 2 standard "
-        "errors of it. Claims name their test; strict claims (A < B, grows, falls) need the "
-        "test to establish them at the stated level, non-strict ones (A ≤ B, within a range) "
-        "must not be contradicted by it.",
-        "",
-    ]
+    lines = ["# Reproduction report", "", f"**{rep.summary_line()}** (distinct tests).", "",
+             *([f"> **{warning}.**", ""] if warning else [])]
+    for section in _sections(rep):
+        summary = paper_summary(rep, section["paper"])
+        if summary:
+            lines += [f"- **{section['title']}**: {' '.join(summary)}"]
+    lines += ["", VERDICTS, "", LEGEND, ""]
     for section in _sections(rep):
         lines += [f"## {section['title']}", ""]
         for block in section["blocks"]:
@@ -162,10 +232,42 @@ def render_markdown(rep: Reproduction) -> str:
         if section["claims"]:
             lines += ["### Further claims of the paper text", "",
                       _md_table(CLAIM_HEADER, claim_rows(section["claims"]))]
+    trials = trials_rows(rep)
+    if trials:
+        lines += ["## More trials", "", TRIALS_INTRO, "", _md_table(TRIALS_HEADER, trials)]
     for group in rep.earlier:
         lines += [f"## Earlier code state: {group['title']}", "", _earlier_intro(group), "",
                   _md_table(EARLIER_HEADER, earlier_rows(group))]
     return "\n".join(lines).rstrip() + "\n"
+
+
+PRACTICAL_TRIALS = 200
+"""config/examples/decisive_trials.yaml runs an experiment with at most this many trials."""
+TRIALS_INTRO = (
+    "Inconclusive rows by experiment: the trials each would need to be decided at the observed "
+    f"spread. config/examples/decisive_trials.yaml runs every experiment with up to "
+    f"{PRACTICAL_TRIALS} trials at the most its rows need; rows that need more are listed as "
+    "beyond it, and rows without a number cannot be decided by more trials alone (no margin, or "
+    "an estimate on the boundary)."
+)
+TRIALS_HEADER = ["experiment", "trials run", "trials in the overlay", "rows it decides",
+                 f"beyond {PRACTICAL_TRIALS} trials", "not decidable by trials"]
+
+
+def trials_rows(rep: Reproduction) -> list[list[str]]:
+    """One row per experiment with inconclusive rows (TRIALS_HEADER)."""
+    planned = rep.decisive_trials(PRACTICAL_TRIALS)
+    rows: dict[str, list[list[str]]] = {}
+    for row in rep.verdict_rows():
+        if row.status != INCONCLUSIVE or not row.experiment:
+            continue
+        needed = getattr(row, "trials_needed", None)
+        kind = 0 if needed and needed <= PRACTICAL_TRIALS else 1 if needed else 2
+        text = _row_name(row) + (f" ({needed})" if needed else "")
+        rows.setdefault(row.experiment, [[], [], []])[kind].append(text)
+    return [[name, str(rep.experiments.get(name, {}).get("trials") or "—"),
+             str(planned.get(name, "—")), *(", ".join(g) or "—" for g in groups)]
+            for name, groups in sorted(rows.items())]
 
 
 EARLIER_HEADER = ["experiment", "instance", "ε", "earlier", "this run", "difference / s.e.",
@@ -194,7 +296,8 @@ color:#222;line-height:1.4}
 table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:0.9em;width:100%}
 th,td{border:1px solid #ccc;padding:4px 6px;vertical-align:top;text-align:left}
 th{background:#f3f3f3}.reproduced{color:#1a7f37}.differs{color:#b3261e}
-.not-run{color:#6b6b6b}.not-comparable{color:#9a6700}.summary{font-size:1.2em;font-weight:bold}
+.not-run{color:#6b6b6b}.not-comparable{color:#9a6700}.inconclusive{color:#9a6700}
+.paper-inconsistent{color:#8250df}.summary{font-size:1.2em;font-weight:bold}
 .warning{border:2px solid #b3261e;background:#fdecea;padding:0.5em;font-weight:bold}
 code{background:#f5f5f5;padding:0 3px}
 """
@@ -216,20 +319,18 @@ def _html_table(header: list[str], rows: list[list[str]], statuses: list[str]) -
 
 def render_html(rep: Reproduction) -> str:
     """A self-contained HTML page with the same content as the Markdown report."""
-    c = rep.counts()
     warning = scale_warning(rep)
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>Reproduction report: {html.escape(rep.summary_line())}</title>",
         f"<style>{_STYLE}</style></head><body><h1>Reproduction report</h1>",
-        f"<p class='summary'><span class='reproduced'>{c['reproduced']} reproduced</span>, "
-        f"<span class='differs'>{c['differs']} differ</span>, "
-        f"<span class='not-comparable'>{c['not comparable']} not comparable</span>, "
-        f"<span class='not-run'>{c['not run']} not run</span></p>",
+        f"<p class='summary'>{html.escape(rep.summary_line())} (distinct tests)</p>",
         *([f"<p class='warning'>{html.escape(warning)}.</p>"] if warning else []),
-        "<p>Every published number and claim of the three papers next to ours (mean ± standard "
-        "error over trials) with a verdict; agreement rules and tests as in "
-        "<code>paper/claims.yaml</code>.</p>",
+        "<ul>" + "".join(
+            f"<li><strong>{html.escape(sec['title'])}</strong>: "
+            f"{html.escape(' '.join(paper_summary(rep, sec['paper'])).replace('`', ''))}</li>"
+            for sec in _sections(rep) if paper_summary(rep, sec["paper"])) + "</ul>",
+        f"<p>{html.escape(VERDICTS.replace('*', ''))}</p><p>{html.escape(LEGEND)}</p>",
     ]
     for section in _sections(rep):
         parts.append(f"<h2>{html.escape(section['title'])}</h2>")

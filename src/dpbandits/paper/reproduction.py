@@ -30,6 +30,7 @@ from dpbandits.paper.published import (
     published_numbers,
 )
 from dpbandits.paper.results import NotComparable, Results
+from dpbandits.paper.verdict import DIFFERS, INCONCLUSIVE, INCONSISTENT, REPRODUCED
 
 
 @dataclass
@@ -62,29 +63,48 @@ class Reproduction:
     experiments: dict[str, dict[str, Any]] = field(default_factory=dict)
     earlier: list[dict[str, Any]] = field(default_factory=list)  # dpbandits.paper.earlier
 
-    def verdict_rows(self) -> list[Any]:
-        """Rows counted in the summary: numbers, published claims, claims covering none."""
-        own = [c for c in self.claims if not c.covers]
-        return [*self.numbers, *self.published_claims, *own]
+    def verdict_rows(self, paper: str | None = None) -> list[Any]:
+        """Rows counted in the headline, each test once: the published numbers, the counted
+        claims of paper/claims.yaml, and the published claims and items no test covers."""
+        tested = [c for c in self.claims if c.counted]
+        untested = [r for r in self.published_claims if not r.via.startswith(TESTED_VIA)]
+        rows = [*self.numbers, *tested, *untested]
+        return [r for r in rows if paper is None or r.paper == paper]
 
-    def counts(self) -> dict[str, int]:
-        """Number of verdict rows per status."""
+    def not_counted(self) -> list[ClaimResult]:
+        """Claims shown but not counted: arithmetic, or no published counterpart."""
+        return [c for c in self.claims if not c.counted]
+
+    def counts(self, paper: str | None = None) -> dict[str, int]:
+        """Number of counted rows per status (of one paper, or of all)."""
         counts = dict.fromkeys(STATUSES, 0)
-        for row in self.verdict_rows():
+        for row in self.verdict_rows(paper):
             counts[row.status] += 1
         return counts
 
-    def summary_line(self) -> str:
-        """"<n> reproduced, <n> differ, <n> not comparable, <n> not run"."""
-        c = self.counts()
-        return (f"{c['reproduced']} reproduced, {c['differs']} differ, "
-                f"{c['not comparable']} not comparable, {c['not run']} not run")
+    def summary_line(self, paper: str | None = None) -> str:
+        """"<n> reproduced, <n> differ, <n> inconclusive, …" over distinct tests."""
+        c = self.counts(paper)
+        words = {"differs": "differ"}
+        return ", ".join(f"{c[s]} {words.get(s, s)}" for s in STATUSES)
+
+    def decisive_trials(self, cap: int) -> dict[str, int]:
+        """Per experiment, the trials that would decide its inconclusive rows at the observed
+        spread (the most any of them needs, up to `cap`; config/examples/decisive_trials.yaml)."""
+        out: dict[str, int] = {}
+        for row in self.verdict_rows():
+            needed = getattr(row, "trials_needed", None)
+            if row.status == INCONCLUSIVE and needed and needed <= cap and row.experiment:
+                out[row.experiment] = max(out.get(row.experiment, 0), needed)
+        return dict(sorted(out.items()))
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready data (paper/reproduction.json)."""
         return {
             "summary": self.counts(),
             "summary_line": self.summary_line(),
+            "papers": {p: self.counts(p) for p in sorted({r.paper for r in self.verdict_rows()})},
+            "not_counted": [c.id for c in self.not_counted()],
             "numbers": [asdict(r) for r in self.numbers],
             "published_claims": [asdict(r) for r in self.published_claims],
             "claims": [c.as_dict() for c in self.claims],
@@ -116,15 +136,18 @@ def _table_verdict(table: pd.DataFrame, key: str, claim: dict[str, Any]) \
     return None
 
 
+TESTED_VIA = "tested by "
+PRECEDENCE = (DIFFERS, INCONSISTENT, INCONCLUSIVE, "not comparable", "not run", REPRODUCED)
+
+
 def _combine(results: list[ClaimResult]) -> tuple[str, str, str, str]:
+    """Verdict of a published claim from the tests covering it; the details stay with the
+    tests, the row names them."""
     statuses = {r.status for r in results}
-    status = next(s for s in ("differs", "not comparable", "not run", "reproduced")
-                  if s in statuses)
+    status = next(s for s in PRECEDENCE if s in statuses)
     chosen = [r for r in results if r.status == status] or results
-    reason = "; ".join(f"{r.id}: {r.reason}" for r in chosen)
-    measured = "; ".join(r.measured for r in chosen if r.measured)
-    test = "; ".join(sorted({r.test for r in chosen if r.test}))
-    return status, reason, measured, test
+    reason = "see " + ", ".join(f"`{r.id}`" for r in chosen) + " below"
+    return status, reason, "", ""
 
 
 def check_published_claim(ref: str, entry: dict[str, Any], key: str, claim: dict[str, Any],
@@ -142,7 +165,7 @@ def check_published_claim(ref: str, entry: dict[str, Any], key: str, claim: dict
     if cover:
         status, reason, measured, test = _combine(cover)
         base.status, base.reason, base.measured, base.test = status, reason, measured, test
-        base.via = "paper/claims.yaml: " + ", ".join(r.id for r in cover)
+        base.via = TESTED_VIA + ", ".join(r.id for r in cover)
         return base
     if experiment is None:
         base.reason = "no experiment in the configuration measures this entry"
@@ -166,13 +189,23 @@ def check_published_claim(ref: str, entry: dict[str, Any], key: str, claim: dict
     return base
 
 
+def item_label(entry: dict[str, Any], path: str) -> str:
+    """Plain-language label of a published item: the entry's `labels` for its path, else the
+    path's keys in words."""
+    labels = entry.get("labels") or {}
+    if path in labels:
+        return " ".join(str(labels[path]).split())
+    return ", ".join(part.replace("_", " ") for part in path.split("/"))
+
+
 def check_published_item(ref: str, path: str, value: str, experiment: str | None,
-                         claim_results: list[ClaimResult], paper: str) -> PublishedClaimResult:
+                         claim_results: list[ClaimResult], paper: str,
+                         label: str = "") -> PublishedClaimResult:
     """Verdict of a published number outside `values`: from the claims.yaml tests covering it."""
     family, entry_key = ref.split(":", 1)
     base = PublishedClaimResult(
         paper=paper, family=family, entry=entry_key, key=f"@{path}",
-        text=path.replace("/", " › "), published=value, experiment=experiment or "",
+        text=label or path, published=value, experiment=experiment or "",
         status="not run", reason="")
     cover = [r for r in claim_results if any(covers_item(c, ref, path) for c in r.covers)]
     if not cover:
@@ -181,7 +214,7 @@ def check_published_item(ref: str, path: str, value: str, experiment: str | None
         return base
     status, reason, measured, test = _combine(cover)
     base.status, base.reason, base.measured, base.test = status, reason, measured, test
-    base.via = "paper/claims.yaml: " + ", ".join(r.id for r in cover)
+    base.via = TESTED_VIA + ", ".join(r.id for r in cover)
     return base
 
 
@@ -240,8 +273,8 @@ def build(config: dict[str, Any], summaries: Mapping[str, pd.DataFrame | None],
             rep.published_claims.append(check_published_claim(
                 ref, entry, key, claim, experiment, summary, table, rep.claims, paper))
         for path, value in published_items(entry):
-            rep.published_claims.append(check_published_item(ref, path, value, experiment,
-                                                              rep.claims, paper))
+            rep.published_claims.append(check_published_item(
+                ref, path, value, experiment, rep.claims, paper, item_label(entry, path)))
     known = {f"{r.family}:{r.entry}#{r.key}" for r in rep.published_claims}
     items = [(f"{r.family}:{r.entry}", r.key[1:]) for r in rep.published_claims
              if r.key.startswith("@")]

@@ -122,17 +122,36 @@ def select(summary: pd.DataFrame, where: dict[str, Any]) -> pd.DataFrame:
     return rows
 
 
+SYMBOLS = {"epsilon": "ε", "alpha": "α", "group_size": "k", "pick": "grid cell"}
+"""How a selector's keys are written in the report (the legend of docs/reproduction.md)."""
+
+
+def _setting(key: str, value: Any) -> str:
+    if isinstance(value, list):
+        shown = " or ".join(_setting_value(v) for v in value)
+    else:
+        shown = _setting_value(value)
+    return f"{SYMBOLS.get(key, key)} = {shown}"
+
+
+def _setting_value(value: Any) -> str:
+    if value is None:
+        return "none"
+    return f"{value:g}" if isinstance(value, int | float) else str(value)
+
+
 def describe(where: dict[str, Any]) -> str:
-    """A selector as text, e.g. "GLOC ε=4 S=2.0"."""
-    parts = []
+    """A selector as text, e.g. "GLOC (ε = 4, S = 2)"; a grid-searched algorithm is named by
+    its grid (`grid_of`)."""
+    name, settings = "", []
     for key, value in where.items():
-        if key in ("algorithm", "policy") and not isinstance(value, list):
-            parts.insert(0, str(value))
-        elif key == "epsilon":
-            parts.append(f"ε={value if value is not None else 'none'}")
+        if key in ("algorithm", "policy", "grid_of") and not isinstance(value, list):
+            name = name or str(value)
         else:
-            parts.append(f"{key}={value}")
-    return " ".join(parts) if parts else "all rows"
+            settings.append(_setting(key, value))
+    if not name and not settings:
+        return "all rows"
+    return f"{name} ({', '.join(settings)})" if name and settings else name or ", ".join(settings)
 
 
 def higher_is_better(metric: str) -> bool:
