@@ -52,7 +52,7 @@ def test_notebook_runs_on_smoke_results(smoke_run: Path, monkeypatch, tmp_path):
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 4  # per algorithm and ε, against ε, against κ, curves
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
-    assert f"results folder: {root.resolve() / SMOKE_RESULTS}" in printed
+    assert f"results folder: {(root / SMOKE_RESULTS).resolve()}" in printed
     assert "plotting: glm_table2" in printed
     for name in experiments(smoke_run / SMOKE_RESULTS):
         assert name in printed
