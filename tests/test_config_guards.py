@@ -17,7 +17,7 @@ from dpbandits.errors import ConfigError
 from dpbandits.simulate import run_shard
 from dpbandits.storage import write_shard
 
-from conftest import REPO
+from conftest import REPO, run_snakemake
 from helpers import small_spec
 
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -137,3 +137,15 @@ def test_shipped_configs_pass_the_guards():
         assert all_shards(load_config(path)), path
     assert yaml.safe_load(SMOKE.read_text())["results"] == "results/smoke"
     assert not os.path.isabs(load_config(SMOKE)["results"])
+
+
+@pytest.mark.parametrize("folder", ["", "/"])
+def test_snakemake_refuses_the_folder_before_planning(tmp_path, folder):
+    """The dry run a user starts with: one error line and exit 2, no plan under `/`."""
+    config = tmp_path / "overlay.yaml"
+    config.write_text(yaml.safe_dump({"base": str(SMOKE), "results": folder}))
+    proc = run_snakemake(tmp_path, "-n", "--configfile", str(config))
+    errors = [line for line in proc.stderr.splitlines() if "dpbandits: error" in line]
+    assert proc.returncode == 2 and len(errors) == 1, proc.stderr[-2000:]
+    assert f"config error at results: {folder!r} is not allowed" in errors[0]
+    assert "glm_table2" not in proc.stdout
