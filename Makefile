@@ -21,11 +21,11 @@ $(STAMP): pyproject.toml setup.py constraints.txt src/dpbandits/privacy/_exact.c
 ## reproduce: every synthetic experiment of the three papers at paper scale (SCALE=smoke: tiny)
 reproduce: $(STAMP)
 	@test -n "$(CONFIG_$(SCALE))" || { echo "SCALE=$(SCALE) is not allowed; allowed: paper, smoke" >&2; exit 2; }
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) --configfile $(CONFIG_$(SCALE))
+	$(BIN)/snakemake --cores $(CORES) --configfile $(CONFIG_$(SCALE))
 
 ## realdata: MovieLens-25M and Jester experiments (downloads or pre-placed archives)
 realdata: $(STAMP)
-	$(BIN)/snakemake --profile workflow/profiles/default --cores $(CORES) realdata
+	$(BIN)/snakemake --cores $(CORES) realdata
 
 ## smoke: every experiment, tiny (same as `make reproduce SCALE=smoke`)
 smoke:

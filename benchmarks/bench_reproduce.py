@@ -1,10 +1,10 @@
 """Wall time, CPU time and shard compute of a whole `snakemake` run (paper scale or smoke).
 
-Runs `snakemake --profile workflow/profiles/default --cores N` from scratch into a temporary
-folder (a config overlay sets `results:` and `paper:` there) with a fresh `DPBANDITS_CACHE`
-(`--kernels cold`: every kernel compiled in the run, as on a fresh clone; `--kernels warm`, the
-default: the compiled kernels copied in from the user's cache, compiled there first if
-missing, and nothing else cached), then reports: wall seconds, CPU
+Runs `snakemake --cores N` (the workflow profile `profiles/default` applies) from scratch into a
+temporary folder (a config overlay sets `results:` and `paper:` there) with a fresh
+`DPBANDITS_CACHE` (`--kernels cold`: every kernel compiled in the run, as on a fresh clone;
+`--kernels warm`, the default: the compiled kernels copied in from the user's cache, compiled
+there first if missing, and nothing else cached), then reports: wall seconds, CPU
 seconds of all processes, shard compute (the trials' own wall time, summed over every shard),
 compute ÷ wall (how busy the cores were with simulation rather than start-up and scheduling,
 ≤ N) and the jobs run, per experiment and in total, with the CPU model; and, from the run's
@@ -104,8 +104,7 @@ def main() -> None:
         overlay = work / "bench.yaml"
         overlay.write_text(f"base: {CONFIGS[args.scale]}\nresults: {work}/results\n"
                            f"paper: {work}/paper\n")
-        command = [str(Path(sys.executable).parent / "snakemake"), "--profile",
-                   str(REPO / "workflow" / "profiles" / "default"), "--cores", str(args.cores),
+        command = [str(Path(sys.executable).parent / "snakemake"), "--cores", str(args.cores),
                    *(f"{work}/results/{name}/summary.csv" for name in args.experiments),
                    "--configfile", str(overlay)]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -22,6 +22,15 @@ from dpbandits.storage import ShardData, read_shard
 CURVE_STATS = ("mean", "sd", "se", "q05", "q95")
 
 
+NON_PRIVATE = "none"
+"""The accounting column of a non-private algorithm's rows: no privacy, nothing to account."""
+
+
+def accounting_label(spec: dict[str, Any]) -> str:
+    """A shard's accounting mode (strict or paper), or `none` for a non-private algorithm."""
+    return NON_PRIVATE if spec.get("epsilon") is None else spec.get("accounting", "strict")
+
+
 def summary_rows(path: str | Path, shard: ShardData, extra: dict[str, Any]) -> list[dict]:
     """One tidy row per trial of a shard."""
     spec = shard.spec
@@ -29,7 +38,7 @@ def summary_rows(path: str | Path, shard: ShardData, extra: dict[str, Any]) -> l
         "experiment": spec["experiment"],
         "algorithm": spec["algorithm"],
         "policy": spec["policy"],
-        "accounting": spec.get("accounting", "strict"),
+        "accounting": accounting_label(spec),
         "epsilon": np.nan if spec.get("epsilon") is None else float(spec["epsilon"]),
         "delta": spec.get("delta"),
         "instance_index": spec["instance_index"],
@@ -162,7 +171,7 @@ def _write_curves(groups: dict[tuple, list[ShardData]], path: str | Path) -> Non
             group = f.create_group(f"{slug(algorithm)}/eps~{eps}/inst~{index}")
             group.attrs.update(algorithm=algorithm, epsilon=eps, instance_index=index,
                                instance=json.dumps(shards[0].instance),
-                               accounting=shards[0].spec.get("accounting", "strict"),
+                               accounting=accounting_label(shards[0].spec),
                                n_trials=regret.shape[0])
             group.create_dataset("checkpoints", data=checkpoints)
             for name, values in (("regret", regret), ("reward", reward)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +23,16 @@ from dpbandits.policies import POLICIES, get_policy_class
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 EXPERIMENT_FAMILIES = ("glm", "linear", "ts")
+OUTPUT_FOLDER_KEYS = ("results", "paper")
+SYSTEM_TREES = ("/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/proc", "/sbin",
+                "/sys", "/usr")
+"""System folders no output may go in, at any depth."""
+SYSTEM_FOLDERS = ("/", "/home", "/media", "/mnt", "/opt", "/root", "/run", "/srv", "/tmp", "/var")
+"""System folders no output may be written straight into (their subfolders are allowed)."""
+MAX_ROUND_ENTRIES = 10**8
+"""Largest horizon × K × d of an instance (a GLM context table of 0.8 GB of float64)."""
+APPEND_SUFFIX = "+"
+"""An overlay key ending in `+` appends its list to the list of the key without it."""
 
 
 @dataclass(frozen=True)
@@ -106,17 +117,32 @@ def _reject_non_finite(value: Any, path: list[str]) -> None:
             _reject_non_finite(item, [*path, str(index)])
 
 
-def merge(base: dict[str, Any], overlay: dict[str, Any]) -> dict[str, Any]:
-    """`overlay` on top of `base`: mappings merge key by key, other values replace, null removes."""
+def merge(base: dict[str, Any], overlay: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """`overlay` on top of `base`: mappings merge key by key, other values replace, null removes,
+    `key+: [...]` appends to the list `key`."""
     out = dict(base)
     for key, value in overlay.items():
-        if value is None and key in out and isinstance(out[key], dict | list):
+        if isinstance(key, str) and key.endswith(APPEND_SUFFIX):
+            # onto the list, or kept (`extends` may supply the list later: settle_appends)
+            target = key[:-1] if key[:-1] in out else key
+            out[target] = _appended(out.get(target), value, f"{where}{key}")
+        elif value is None and key in out and isinstance(out[key], dict | list):
             del out[key]
         elif isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merge(out[key], value)
+            out[key] = merge(out[key], value, f"{where}{key}/")
         else:
             out[key] = value
     return out
+
+
+def _appended(current: Any, extra: Any, where: str) -> list[Any]:
+    """The list `current` (none: empty) with the list `extra` appended."""
+    if not isinstance(extra, list) or not isinstance(current, list | None):
+        got = extra if not isinstance(extra, list) else current
+        raise ConfigError(f"config error at {where}: {got!r} is not allowed; `{where}` appends a "
+                          f"list to the list {where[:-1]!r} (e.g. `algorithms+: [{{policy: "
+                          "LinUCB}]`)")
+    return [*(current or []), *extra]
 
 
 def read_yaml(path: Path) -> Any:
@@ -127,8 +153,21 @@ def read_yaml(path: Path) -> Any:
         with open(path) as handle:
             return yaml.safe_load(handle)
     except yaml.YAMLError as exc:
-        line = str(exc).replace("\n", " ")
-        raise ConfigError(f"config file {str(path)!r} is not valid YAML: {line}") from None
+        raise ConfigError(f"config file {str(path)!r} is not valid YAML{_yaml_position(exc)}: "
+                          f"{_yaml_problem(exc)}") from None
+
+
+def _yaml_position(exc: yaml.YAMLError) -> str:
+    """' at line L, column C' of a YAML error (1-based), or '' where the parser gave none."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    return "" if mark is None else f" at line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What the YAML parser found wrong, on one line."""
+    parts = [getattr(exc, "context", None), getattr(exc, "problem", None)]
+    text = "; ".join(p for p in parts if p) or str(exc)
+    return " ".join(text.split())
 
 
 def _locate(name: str, origin: Path | None) -> Path:
@@ -161,7 +200,7 @@ def resolve_overlays(config: dict[str, Any], origin: Path | None = None,
     if isinstance(experiments, dict):
         config = {**config, "experiments": {name: _extended(name, exp, experiments)
                                             for name, exp in experiments.items()}}
-    return config
+    return settle_appends(config) if not seen else config
 
 
 def _extended(name: str, exp: Any, experiments: dict[str, Any], depth: int = 0) -> Any:
@@ -172,7 +211,21 @@ def _extended(name: str, exp: Any, experiments: dict[str, Any], depth: int = 0) 
         raise ConfigError(f"config error at experiments/{name}/extends: {parent!r} is not "
                           f"allowed; must name another experiment ({', '.join(experiments)})")
     base = _extended(parent, experiments[parent], experiments, depth + 1)
-    return merge(base, {k: v for k, v in exp.items() if k != "extends"})
+    return merge(base, {k: v for k, v in exp.items() if k != "extends"},
+                 f"experiments/{name}/")
+
+
+def settle_appends(value: Any) -> Any:
+    """A `key+:` list with no list `key` under it becomes `key` (appended to nothing)."""
+    if not isinstance(value, dict):
+        return value
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if isinstance(key, str) and key.endswith(APPEND_SUFFIX):
+            out[key[:-1]] = [*out.get(key[:-1], []), *item]
+        else:
+            out[key] = [*settle_appends(item), *out[key]] if key in out else settle_appends(item)
+    return out
 
 
 def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[str, Any]:
@@ -195,7 +248,44 @@ def validate_config(config: dict[str, Any], origin: Path | None = None) -> dict[
                 "`base: config/config.yaml` (see config/examples/)"
                 if not overlay and best.validator == "required" else "")
         raise ConfigError(describe_error(best) + hint)
+    for key in OUTPUT_FOLDER_KEYS:
+        check_output_folder(key, config[key])
+    for name, exp in config["experiments"].items():
+        _check_distinct_epsilons(name, exp)
     return config
+
+
+def check_output_folder(key: str, value: str) -> None:
+    """An output folder is a relative path inside the working directory, or an absolute path
+    that is not a system folder; never an existing file."""
+    path = Path(value)
+    bad = not value.strip() or path.resolve() == Path.cwd()
+    if not path.is_absolute():
+        bad = bad or ".." in path.parts
+    else:
+        text = os.path.normpath(path)
+        bad = bad or text in SYSTEM_FOLDERS or any(
+            text == tree or text.startswith(f"{tree}/") for tree in SYSTEM_TREES)
+    is_file = path.exists() and not path.is_dir()
+    if bad or is_file:
+        raise ConfigError(
+            f"config error at {key}: {value!r} is not allowed{' (an existing file)' * is_file}; "
+            "must be a folder inside the working directory (e.g. results/mine) or an absolute "
+            "path outside the system folders")
+
+
+def _check_distinct_epsilons(name: str, exp: dict[str, Any]) -> None:
+    """An ε listed twice (4 and 4.0) would be one shard: refuse it."""
+    lists = [(f"experiments/{name}/epsilons", exp.get("epsilons") or [])]
+    lists += [(f"experiments/{name}/algorithms/{i}/epsilons", a.get("epsilons") or [])
+              for i, a in enumerate(exp.get("algorithms", []))]
+    for where, values in lists:
+        seen = [float(v) for v in values]
+        twice = sorted({v for v in seen if seen.count(v) > 1})
+        if twice:
+            raise ConfigError(f"config error at {where}: {values} is not allowed; "
+                              f"{', '.join(format(v, 'g') for v in twice)} is listed twice; "
+                              "each ε must appear once")
 
 
 def load_config(path: str | Path) -> dict[str, Any]:
@@ -250,10 +340,20 @@ def instance_grid(exp: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _check_instance(name: str, index: int, inst: dict[str, Any]) -> None:
     try:
-        check_instance(inst)
+        _check_size(check_instance(inst))
     except ConfigError as exc:
         raise ConfigError(f"config error at experiments/{name}/instance (grid point {index}): "
                           f"{exc}") from None
+
+
+def _check_size(inst: dict[str, Any]) -> None:
+    """horizon × K × d within MAX_ROUND_ENTRIES, before any job allocates it."""
+    sizes = [inst.get(k) for k in ("horizon", "K", "d")]
+    if all(isinstance(v, int) for v in sizes) and math.prod(sizes) > MAX_ROUND_ENTRIES:
+        horizon, arms, dim = sizes
+        raise ConfigError(f"horizon × K × d = {math.prod(sizes):.3g} is not allowed (horizon = "
+                          f"{horizon}, K = {arms}, d = {dim}); must be at most "
+                          f"{MAX_ROUND_ENTRIES:.0e}")
 
 
 def experiment_shards(name: str, exp: dict[str, Any]) -> list[Shard]:

@@ -11,15 +11,38 @@ import numpy as np
 import pandas as pd
 
 from dpbandits.aggregate import load_curves
+from dpbandits.config import REPO_ROOT
 from dpbandits.paper.results import select
 
 RESULTS_ENV = "DPBANDITS_RESULTS"
+SCALES = ("results", "results/smoke")
+"""Where the results are looked for, paper scale first."""
 CURVE_KEYS = ("regret_mean", "regret_se", "reward_mean", "reward_se")
 
 
-def results_dir(default: str | Path = "results") -> Path:
-    """The results folder: $DPBANDITS_RESULTS, else `default`."""
-    return Path(os.environ.get(RESULTS_ENV) or default)
+def repository_root(start: str | Path | None = None) -> Path:
+    """The nearest folder holding the Snakefile, from `start` (the working directory) up; else
+    the repository this package was installed from."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "Snakefile").is_file():
+            return folder
+    return REPO_ROOT
+
+
+def results_dir(root: str | Path | None = None) -> Path:
+    """The results folder: $DPBANDITS_RESULTS (a relative path from the repository root), else
+    the first of `results/` (paper scale) and `results/smoke/` that holds results."""
+    root = repository_root(root)
+    chosen = os.environ.get(RESULTS_ENV)
+    if chosen:
+        return root / chosen
+    for folder in SCALES:
+        if experiments(root / folder):
+            return root / folder
+    raise FileNotFoundError(f"no results under {root / SCALES[0]} or {root / SCALES[1]}; run "
+                            f"`make smoke` (or `make reproduce`) in {root} first, or set "
+                            f"{RESULTS_ENV} to a results folder")
 
 
 def experiments(folder: str | Path) -> list[str]:

@@ -3,6 +3,7 @@ import json
 import sys
 
 
+from dpbandits import run_lock
 from dpbandits.config import all_shards, grid_columns, validate_config
 from dpbandits.errors import DPBanditsError
 from dpbandits.outputs import output_files
@@ -19,6 +20,12 @@ try:
 except DPBanditsError as exc:
     sys.stderr.write(f"dpbandits: error: {exc}\n")
     sys.exit(2)
+
+if workflow.is_main_process:  # a lock left by a killed run is cleared (dpbandits.run_lock)
+    notice = run_lock.clear_stale()
+    if notice:
+        sys.stderr.write(f"{notice}\n")
+    run_lock.record_owner()
 
 RESULTS = config["results"]
 PAPER = config["paper"]
