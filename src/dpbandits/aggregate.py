@@ -19,7 +19,8 @@ from dpbandits.data.provenance import summary_fields
 from dpbandits.errors import ShardError
 from dpbandits.storage import ShardData, read_shard
 
-CURVE_STATS = ("mean", "sd", "se", "q05", "q95")
+CURVE_STATS = ("mean", "sd", "se", "q05", "q25", "q50", "q75", "q95")
+"""The statistics `curves.h5` keeps of each curve; the aggregate rule reruns when they change."""
 
 
 NON_PRIVATE = "none"
@@ -72,8 +73,9 @@ def curve_stats(curves: np.ndarray) -> dict[str, np.ndarray]:
     n = curves.shape[0]
     sd = curves.std(axis=0, ddof=1) if n > 1 else np.zeros(curves.shape[1])
     q05, q25, q50, q75, q95 = np.quantile(curves, [0.05, 0.25, 0.5, 0.75, 0.95], axis=0)
-    return {"mean": curves.mean(axis=0), "sd": sd, "se": sd / np.sqrt(n), "q05": q05,
-            "q25": q25, "q50": q50, "q75": q75, "q95": q95}
+    stats = {"mean": curves.mean(axis=0), "sd": sd, "se": sd / np.sqrt(n), "q05": q05,
+             "q25": q25, "q50": q50, "q75": q75, "q95": q95}
+    return {name: stats[name] for name in CURVE_STATS}
 
 
 def spec_differences(stored: dict[str, Any], wanted: dict[str, Any]) -> list[str]:

@@ -2,6 +2,8 @@
 # cannot be read, or whose stored spec is not the config's, is moved to results/quarantine and
 # the job fails with one line: rerunning the same command recomputes it.
 
+from dpbandits.aggregate import CURVE_STATS, NON_PRIVATE
+
 
 rule aggregate:
     priority: FIRST
@@ -17,6 +19,8 @@ rule aggregate:
         specs=lambda wildcards: {f"{RESULTS}/{s.path}": s.spec
                                  for s in SHARDS[wildcards.experiment]},
         quarantine=f"{RESULTS}/quarantine",
+        # the layout of summary.csv and curves.h5: results aggregated by another layout rerun
+        layout={"curve_stats": list(CURVE_STATS), "non_private": NON_PRIVATE},
     log:
         f"{RESULTS}/logs/aggregate/{{experiment}}.log",
     resources:
