@@ -12,7 +12,13 @@ import pytest
 import yaml
 
 from dpbandits.aggregate import aggregate
-from dpbandits.config import all_shards, load_config, validate_config
+from dpbandits.config import (
+    all_shards,
+    configfile_error,
+    configfiles_in,
+    load_config,
+    validate_config,
+)
 from dpbandits.errors import ConfigError
 from dpbandits.simulate import run_shard
 from dpbandits.storage import write_shard
@@ -89,6 +95,39 @@ def test_yaml_errors_name_file_line_and_column(tmp_path):
         load_config(path)
     message = str(info.value)
     assert str(path) in message and "at line 5, column 13:" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("argv", "files"), [
+    (["snakemake", "--configfile", "a.yaml", "b.yaml", "--cores", "2"], ["a.yaml", "b.yaml"]),
+    (["snakemake", "-n", "--configfile=a.yaml", "--configfiles", "c.yaml"], ["a.yaml", "c.yaml"]),
+    (["snakemake", "--cores", "2", "paper"], []),
+])
+def test_the_configfiles_of_a_command_line(argv, files):
+    assert configfiles_in(argv) == files
+
+
+def test_a_configfile_error_names_the_file_that_does_not_parse(tmp_path):
+    good = overlay(tmp_path, "trials: 2\n")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiments:\n  glm_table2:\n    trials: [3\n    epsilons: 4\n")
+    assert configfile_error(["snakemake", "--configfile", str(good)]) is None
+    message = configfile_error(["snakemake", "--configfile", str(good), str(bad)])
+    assert message.startswith(f"config file {str(bad)!r} is not valid YAML at line 4, column 13")
+
+
+@pytest.mark.parametrize("dry", [True, False])
+def test_snakemake_names_file_line_and_column_of_a_bad_configfile(tmp_path, dry):
+    """Snakemake parses `--configfile` before the workflow and names neither file nor line; the
+    run's logger (the default profile's) replaces its message with one line that does."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiments:\n  glm_table2:\n    trials: [3\n    epsilons: 4\n")
+    proc = run_snakemake(tmp_path, *(["-n"] if dry else ["--cores", "1"]), "--configfile",
+                         str(bad))
+    output = proc.stdout + proc.stderr
+    errors = [line for line in output.splitlines() if "dpbandits: error" in line]
+    assert proc.returncode != 0 and len(errors) == 1, output[-2000:]
+    assert f"{str(bad)!r} is not valid YAML at line 4, column 13" in errors[0]
+    assert "not valid JSON or YAML" not in output
 
 
 def test_an_overlay_appends_to_the_algorithm_list(tmp_path):

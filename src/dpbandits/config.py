@@ -157,6 +157,38 @@ def read_yaml(path: Path) -> Any:
                           f"{_yaml_problem(exc)}") from None
 
 
+SNAKEMAKE_YAML_ERROR = "is not valid JSON or YAML"
+"""What Snakemake says, naming neither file nor line, when a `--configfile` does not parse."""
+
+
+def configfiles_in(argv: list[str]) -> list[str]:
+    """The files a Snakemake command line passes with `--configfile(s)`, in order."""
+    files: list[str] = []
+    taking = False
+    for arg in argv:
+        if arg.startswith("--configfile"):
+            name, _, value = arg.partition("=")
+            taking = name in ("--configfile", "--configfiles") and not value
+            if value:
+                files.append(value)
+        elif taking and arg.startswith("-"):
+            taking = False
+        elif taking:
+            files.append(arg)
+    return files
+
+
+def configfile_error(argv: list[str]) -> str | None:
+    """The one-line error of the first `--configfile` of a command line that is not valid YAML
+    (file, line, column and problem), or None when they all parse."""
+    for name in configfiles_in(argv):
+        try:
+            read_yaml(Path(name))
+        except ConfigError as exc:
+            return str(exc)
+    return None
+
+
 def _yaml_position(exc: yaml.YAMLError) -> str:
     """' at line L, column C' of a YAML error (1-based), or '' where the parser gave none."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)

@@ -11,6 +11,7 @@ from logging import LogRecord
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 
+from dpbandits.config import SNAKEMAKE_YAML_ERROR, configfile_error
 from dpbandits.run_log import RunLog
 
 
@@ -28,6 +29,9 @@ class LogHandler(LogHandlerBase):
         try:
             lines = self.run_log.handle(record, self.format) if self.compact else [
                 self.format(record)]
+            if any(SNAKEMAKE_YAML_ERROR in line for line in lines):
+                found = configfile_error(sys.argv)
+                lines = [f"dpbandits: error: {found}"] if found else lines
             for line in lines:
                 self.stream.write(line + "\n")
             self.stream.flush()
