@@ -17,7 +17,7 @@ from dpbandits.audit.table import MECHANISM_PLAN
 from dpbandits.instances.registry import build_instance
 from dpbandits.policies import elimination, get_policy_class, private_glm
 from dpbandits.policies.linear_core import LinearPolicy
-from dpbandits.privacy import _exact, dpsgd, tree
+from dpbandits.privacy import _exact, dpsgd, release, tree
 from dpbandits.privacy.exact_noise import ExactNoise
 
 WEAKENING = 0.1
@@ -154,7 +154,7 @@ def _strict_run(policy: str, instance: dict, **params: Any) -> None:
 SHARED: dict[str, tuple[CodeType, str, tuple[str, dict, dict]]] = {
     "gaussian": (LinearPolicy.gaussian_release.__code__, "discrete_gaussian",
                  ("RarelySwitching-zCDP", SMALL_POOL, {})),
-    "ts-release": (LinearPolicy.gaussian_release.__code__, "discrete_gaussian",
+    "ts-release": (release.draw.__code__, "discrete_gaussian",
                    ("AdaPrivate-TS", SMALL_POOL, {})),
     "laplace": (elimination._Batcher._private_sums.__code__, "discrete_laplace",
                 ("CentralDPElimination", SMALL_LINEAR, {"width_scale": 0.02})),

@@ -380,12 +380,10 @@ def _batch_release(
             policy.observe(t, x, first_reward if t == 0 else 0.0)
         return float(policy.b[0])
 
-    # The claim is what the unweakened policy's ledger states for the batch: a control that cuts
-    # σ must be judged against the cost of the σ the policy would have drawn.
-    honest = make_policy(int(rng.integers(0, 2**63 - 1)))
-    play_batch(honest, 0.0)
-    honest.finish()
-    claimed = honest.ledger.spent()
+    # The claim is the budget the policy promises: its ledger prices the σ it drew, so a cut σ
+    # (a control, or a weakened calibration) is judged against what was promised, not against
+    # the larger cost its own ledger then states.
+    claimed = (epsilon, delta)
     scores = []
     sigma = math.nan
     for first_reward in (0.0, 1.0):
