@@ -90,7 +90,7 @@ def test_published_end_values_are_drawn_where_the_horizons_agree(
     (fig,) = drawn_figures(smoke_run, monkeypatch, "glm_fig1_probit", exp, config, moved)
     stars = {(s.get_label(), float(s.get_xdata()[0]), float(s.get_ydata()[0]))
              for s in published_artists(fig)}
-    shown = {"GLOC", "GLM-UCB", "RS-GLinUCB (T2)", "Private-GLM (ab8fd16) ε=2",
+    shown = {"GLOC", "GLM-UCB", "RS-GLinUCB (ab8fd16)", "Private-GLM (ab8fd16) ε=2",
              "Private-GLM (ab8fd16) ε=8"}
     assert stars == {(f"published: {name}", horizon, entry.data["values"][name][3.0])
                      for name in shown}
