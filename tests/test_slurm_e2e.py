@@ -62,6 +62,10 @@ def slurm_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     log = proc.stdout + proc.stderr
     if proc.returncode != 0:
         pytest.fail(f"SLURM smoke run failed:\n{log[-6000:]}")
+    # The terminal shows the project's compact view; Snakemake's own log file keeps every
+    # message, the executor's submissions included.
+    for path in sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log")):
+        log += path.read_text()
     return workdir, log
 
 
