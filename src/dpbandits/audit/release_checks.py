@@ -12,7 +12,7 @@ ledger states). docs/audits.md, "Release checks".
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,7 +49,8 @@ class Pair:
 
 @dataclass(frozen=True)
 class PolicyCase:
-    """A private policy on a small linear instance, with the neighbour relations it claims."""
+    """A private policy on a small instance, with the neighbour relations it claims and how
+    its pairs are chosen (`pairs`), built (`instance`) and run (`play`)."""
 
     policy: str
     params: dict[str, float]
@@ -57,18 +58,16 @@ class PolicyCase:
     d: int = 3
     K: int = 4
     horizon: int = 40
+    pairs: Callable[[PolicyCase, int], list[tuple[int, Pair]]] = field(
+        default=lambda case, seeds: reward_pairs(case, seeds), compare=False)
+    instance: Callable[[PolicyCase, Pair, int, int], tuple[np.ndarray, np.ndarray]] = field(
+        default=lambda case, pair, side, seed: linear_instance(case, pair, side, seed),
+        compare=False)
+    play: Callable[..., tuple[list[ReleaseRecord], PrivacyLedger]] = field(
+        default=lambda *args, **kwargs: play_rounds(*args, **kwargs), compare=False)
 
 
-# The TS family claims reward privacy only: contexts are public (A is never noised).
-CASES: tuple[PolicyCase, ...] = (
-    PolicyCase("AdaPrivate-TS", {"B": 10}, ("reward",)),
-    PolicyCase("AdaPrivate-TS-Amp", {"B": 10}, ("reward",)),
-    PolicyCase("AdaPrivate-TS-Adaptive", {"B": 10}, ("reward",)),
-    PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
-)
-
-
-def pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
+def reward_pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
     """(seed, pair), `seeds` rounds of every pair: every fourth user, a batch's last (9) and
     the run's last; rewards at the clipping bounds, out of range, and with arms of norm 5."""
     users = sorted({*range(0, case.horizon, 4), 9, case.horizon - 1})
@@ -81,7 +80,8 @@ def pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
             for k, pair in enumerate(chosen)]
 
 
-def instance(case: PolicyCase, pair: Pair, side: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def linear_instance(case: PolicyCase, pair: Pair, side: int,
+                    seed: int) -> tuple[np.ndarray, np.ndarray]:
     """(contexts (T, K, d) of unit norm, rewards (T, K) in [0, 1]) of side 0 or 1 of `pair`."""
     g = np.random.default_rng([seed, 41])
     arms = g.standard_normal((case.horizon, case.K, case.d))
@@ -92,8 +92,8 @@ def instance(case: PolicyCase, pair: Pair, side: int, seed: int) -> tuple[np.nda
     return arms, rewards
 
 
-def play(case: PolicyCase, accounting: str, arms: np.ndarray, rewards: np.ndarray, seed: int,
-         replay: list[ReleaseRecord] | None = None
+def play_rounds(case: PolicyCase, accounting: str, arms: np.ndarray, rewards: np.ndarray,
+                seed: int, replay: list[ReleaseRecord] | None = None
          ) -> tuple[list[ReleaseRecord], PrivacyLedger]:
     """Every release of one run of the policy (round by round, `select`/`update`)."""
     info = ProblemInfo("linear", case.d, case.K, case.horizon, 1.0)
@@ -188,6 +188,15 @@ def noise_violations(where: str, records: Iterable[ReleaseRecord]) -> list[str]:
     return out
 
 
+# The TS family claims reward privacy only: contexts are public (A is never noised).
+CASES: tuple[PolicyCase, ...] = (
+    PolicyCase("AdaPrivate-TS", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-TS-Amp", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-TS-Adaptive", {"B": 10}, ("reward",)),
+    PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
+)
+
+
 @dataclass
 class CheckReport:
     """What the release checks ran and every violation found."""
@@ -204,10 +213,11 @@ def check_case(case: PolicyCase, accounting: str = "strict", seeds: int = 3,
     report = report if report is not None else CheckReport()
     report.policies.append(f"{case.policy} [{accounting}]")
     drawn: list[ReleaseRecord] = []
-    for seed, pair in pairs(case, seeds):
+    for seed, pair in case.pairs(case, seeds):
         where = f"{case.policy} [{accounting}] seed {seed}, {pair.label()}"
-        first, ledger = play(case, accounting, *instance(case, pair, 0, seed), seed)
-        second, _ = play(case, accounting, *instance(case, pair, 1, seed), seed, replay=first)
+        first, ledger = case.play(case, accounting, *case.instance(case, pair, 0, seed), seed)
+        second, _ = case.play(case, accounting, *case.instance(case, pair, 1, seed), seed,
+                              replay=first)
         report.pairs += 1
         report.releases += len(first)
         report.violations += sensitivity_violations(where, first, second)
