@@ -23,6 +23,8 @@ from dpbandits.policies.elimination import (
     run_ls_elimination,
 )
 from dpbandits.privacy.amplification import closed_form_epsilon, closed_form_inverse
+from dpbandits.privacy.exact_noise import ExactNoise
+from dpbandits.privacy.ledger import LedgerEntry
 from dpbandits.privacy.shuffler import Shuffler, per_action_sums
 
 from helpers import assert_snapped_calibration
@@ -283,6 +285,11 @@ def test_the_exploit_phase_commits_to_the_leader(monkeypatch: pytest.MonkeyPatch
     assert changed > 5
 
 
+def snapped(entry: LedgerEntry) -> float:
+    """Δ' = Δ + γ: the sensitivity of one snapped coordinate on the grid of the scale drawn."""
+    return entry.sensitivity + ExactNoise(np.random.default_rng(0)).grid(entry.noise_scale)
+
+
 def test_ledgers() -> None:
     """One entry per batch, on that batch's rewards; the total is composed from the entries."""
     env = instance(10**5).environment(0)
@@ -292,7 +299,9 @@ def test_ledgers() -> None:
         assert len(entries) == len(policy.events()["batch_size"])
         assert [e.partition for e in entries] == [f"batch {i}" for i in
                                                   range(1, len(entries) + 1)]
-        assert all(e.epsilon == pytest.approx(e.sensitivity / e.noise_scale) for e in entries)
+        # the declared Δ = 2; ε = Δ'/b with Δ' = Δ + γ, the snapped sum's sensitivity
+        assert all(e.sensitivity == 2.0 for e in entries)
+        assert all(e.epsilon == snapped(e) / e.noise_scale for e in entries)
         assert policy.ledger.spent() == pytest.approx((eps, 0.0))
     policy, _ = run("shuffled", env, eps=0.5)
     eps_spent, delta_spent = policy.ledger.spent()
@@ -309,7 +318,7 @@ def test_ledgers() -> None:
     ):
         # Δ = 2B for rewards in [-1, 1], snapped: the scale is 2/ε0 raised by the grid only
         assert_snapped_calibration(entry.noise_scale, 2.0 / eps0, 1.0 / eps0, 1)
-        actual_eps0 = entry.sensitivity / entry.noise_scale
+        actual_eps0 = snapped(entry) / entry.noise_scale
         assert actual_eps0 <= eps0
         assert entry.epsilon == pytest.approx(closed_form_epsilon(actual_eps0, int(n_i), 1e-6))
 

@@ -8,6 +8,7 @@ fixed, so a run draws one reward sum (and one noise sum) per (batch, action): ex
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -20,8 +21,10 @@ from dpbandits.errors import ConfigError
 from dpbandits.params import Declaration, choice, number
 from dpbandits.policies.base import BatchedPolicy
 from dpbandits.privacy.amplification import BOUNDS, amplified_epsilon, local_epsilon
-from dpbandits.privacy.exact_noise import Noise, noise_for
+from dpbandits.privacy.exact_noise import Noise, NumpyNoise, noise_for
 from dpbandits.privacy.laplace import clip_rewards, laplace_scale, laplace_sum
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.release import Drawn, drawn_cost, drawn_for, release
 from dpbandits.privacy.shuffler import Shuffler, per_action_sums
 
 MODES = ("nonprivate", "central", "local", "shuffled")
@@ -125,6 +128,56 @@ def release_sensitivity(cfg: EliminationConfig, scale: float) -> float:
     return cfg.sensitivity
 
 
+@dataclass(frozen=True)
+class BatchLabel:
+    """Batch i of a run as its release names it: its rounds n_i, core size |C_i| and the number
+    of reports its amplification bound is evaluated at."""
+
+    index: int
+    rounds: int
+    core: int
+    amplification_n: int
+
+
+def batch_one(counts: np.ndarray) -> BatchLabel:
+    """A first batch of the given counts (a batch played outside a run)."""
+    n = int(np.sum(counts))
+    return BatchLabel(1, n, int(np.size(counts)), n)
+
+
+def shuffled_cost(cfg: EliminationConfig, n: int) -> Callable[[Drawn], dict[str, float]]:
+    """The cost of n shuffled ε0-LDP reports, ε0 = Δ'/b of the noise drawn, amplified to
+    (ε_i, δ) (Hanna et al., Theorem 3; docs/linear.md, "Amplification bounds")."""
+
+    def cost(drawn: Drawn) -> dict[str, float]:
+        eps0 = drawn.sensitivity / drawn.scale
+        return {"epsilon": amplified_epsilon(eps0, n, cfg.delta, cfg.amplification),  # type: ignore[arg-type]
+                "delta": float(cfg.delta)}  # type: ignore[arg-type]
+
+    return cost
+
+
+def release_terms(cfg: EliminationConfig, label: BatchLabel, scale: float) -> dict[str, Any]:
+    """Name, ledger mechanism, partition, note and cost of batch i's release: its per-action
+    sums (central, Algorithm 1) or its clients' reports (local, Algorithm 2; shuffled,
+    Algorithm 3). Each reward is in one batch: one partition per batch."""
+    i, n_i = label.index, label.rounds
+    clipped = (f"rewards clipped to [-{cfg.clip}, {cfg.clip}]" if cfg.clip is not None
+               else "rewards not clipped: sensitivity is nominal")
+    terms: dict[str, Any] = {"partition": f"batch {i}", "cost": drawn_cost}
+    if cfg.mode == "central":
+        return {**terms, "name": f"batch {i} per-action sums", "ledger_mechanism": "laplace",
+                "note": f"{label.core} core sums of {n_i} rewards; {clipped}"}
+    if cfg.mode == "local":
+        return {**terms, "name": f"batch {i} reports", "ledger_mechanism": "laplace (local)",
+                "note": f"{n_i} clients, one report each; {clipped}"}
+    eps0 = release_sensitivity(cfg, scale) / scale
+    return {**terms, "name": f"batch {i} shuffled reports",
+            "ledger_mechanism": "laplace + shuffle",
+            "cost": shuffled_cost(cfg, label.amplification_n),
+            "note": f"{n_i} reports at epsilon0 = {eps0:.6g} ({cfg.amplification}); {clipped}"}
+
+
 @dataclass
 class EliminationTrace:
     """Per-round actions and rewards of a run, plus per-batch records."""
@@ -158,47 +211,70 @@ class _Batcher:
         noise_sd: float,
         rng_env: np.random.Generator,
         rng_priv: np.random.Generator,
+        ledger: PrivacyLedger | None = None,
     ) -> None:
         self.cfg = cfg
         self.means = means
         self.noise_sd = noise_sd
         self.rng_env = rng_env
         self.rng_priv = rng_priv
+        self.ledger = ledger
+        exact = cfg.noise is not None and cfg.noise.exact
+        self.noise: Noise = cfg.noise if exact else NumpyNoise(rng_priv)  # type: ignore[assignment]
 
     def play(
-        self, core: np.ndarray, counts: np.ndarray, scale: float
+        self, core: np.ndarray, counts: np.ndarray, scale: float, label: BatchLabel | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(segment actions, lengths, per-round realised rewards, privatised per-action sums);
         `scale` is the Laplace scale per core sum (central) or per report (local, shuffled)."""
+        label = label or batch_one(counts)
         if self.cfg.explicit:
-            return self._explicit(core, counts, scale)
+            return self._explicit(core, counts, scale, label)
         mu = self.means[core]
         sums = self.rng_env.normal(counts * mu, np.sqrt(counts) * self.noise_sd)
-        noisy = self._private_sums(sums, counts, scale)
+        noisy = self._private_sums(sums, counts, scale, label)
         per_round = np.divide(sums, counts, where=counts > 0, out=np.zeros_like(sums))
         return core, counts, per_round, noisy
 
-    def _private_sums(self, sums: np.ndarray, counts: np.ndarray, scale: float) -> np.ndarray:
-        """Central: one Laplace per core sum; local/shuffled without clipping: the exact sum of
-        the reports' Laplace noises; non-private: the sums themselves."""
-        mode, noise = self.cfg.mode, self.cfg.noise
+    def _release(self, statistic: np.ndarray, scale: float, label: BatchLabel) -> np.ndarray:
+        """The batch's one release through `privacy.release.release`: Laplace(b) on each
+        coordinate, ℓ1 sensitivity Δ, one user moving one coordinate (its sum or its report)."""
+        return release(self.noise, self.ledger, statistic, mechanism="laplace",
+                       sensitivity=self.cfg.sensitivity, scale=scale, changed=1,
+                       **release_terms(self.cfg, label, scale))
+
+    def _private_sums(self, sums: np.ndarray, counts: np.ndarray, scale: float,
+                      label: BatchLabel | None = None) -> np.ndarray:
+        """Central: one Laplace per core sum (Algorithm 1); local/shuffled without clipping: the
+        exact sum of the reports' Laplace noises; non-private: the sums themselves."""
+        mode, label = self.cfg.mode, label or batch_one(counts)
         if mode == "central":
-            if noise is not None and noise.exact:
-                return noise.snap(sums, scale) + noise.laplace(scale, counts.size)
-            return sums + self.rng_priv.laplace(0.0, scale, counts.size)
+            return self._release(sums, scale, label)
         if mode in ("local", "shuffled"):
-            return sums + laplace_sum(self.rng_priv, counts, scale)
+            return self._summed_reports(sums, counts, scale, label)
         return sums
 
-    def _reports(self, used: np.ndarray, scale: float) -> np.ndarray:
-        """Each client's report: its (clipped) reward plus Laplace noise."""
-        noise = self.cfg.noise
-        if noise is not None and noise.exact:
-            return noise.snap(used, scale) + noise.laplace(scale, used.size)
-        return used + self.rng_priv.laplace(0.0, scale, used.size)
+    def _summed_reports(self, sums: np.ndarray, counts: np.ndarray, scale: float,
+                        label: BatchLabel) -> np.ndarray:
+        """The unclipped fast path (paper mode, its ledger breached): each sum plus the exact
+        sum of its reports' Laplace(b) noises; the entry prices the b drawn per report."""
+        noisy = sums + laplace_sum(self.rng_priv, counts, scale)
+        if self.ledger is not None:
+            terms = release_terms(self.cfg, label, scale)
+            drawn = drawn_for(self.noise, "laplace", scale, self.cfg.sensitivity, 1)
+            self.ledger.add(terms["ledger_mechanism"], terms["name"],
+                            sensitivity=self.cfg.sensitivity, noise_scale=drawn.scale,
+                            partition=terms["partition"], note=terms["note"],
+                            **terms["cost"](drawn))
+        return noisy
+
+    def _reports(self, used: np.ndarray, scale: float,
+                 label: BatchLabel | None = None) -> np.ndarray:
+        """Each client's report: its (clipped) reward plus Laplace noise (Algorithms 2–3)."""
+        return self._release(used, scale, label or batch_one(np.ones(used.size, np.int64)))
 
     def _explicit(
-        self, core: np.ndarray, counts: np.ndarray, scale: float
+        self, core: np.ndarray, counts: np.ndarray, scale: float, label: BatchLabel
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every reward drawn, clipped if asked, privatised per report and shuffled.
 
@@ -215,8 +291,8 @@ class _Batcher:
         mode = self.cfg.mode
         if mode in ("nonprivate", "central"):
             sums = per_action_sums(rounds, used, core.size)
-            return core[rounds], ones, realised, self._private_sums(sums, counts, scale)
-        reports = self._reports(used, scale)
+            return core[rounds], ones, realised, self._private_sums(sums, counts, scale, label)
+        reports = self._reports(used, scale, label)
         if mode == "local":
             return core[rounds], ones, realised, per_action_sums(rounds, reports, core.size)
         shuffler = Shuffler(self.rng_priv)
@@ -238,15 +314,17 @@ def run_elimination(
     cfg: EliminationConfig,
     rng_env: np.random.Generator,
     rng_priv: np.random.Generator,
+    ledger: PrivacyLedger | None = None,
 ) -> EliminationTrace:
-    """Elimination skeleton for one mode: rewards from `rng_env`, privacy noise from `rng_priv`.
+    """Elimination skeleton for one mode: rewards from `rng_env`, privacy noise from `rng_priv`;
+    each batch's release writes its entry in `ledger`.
 
     docs/linear.md, "Batch schedule and skeleton" (Hanna et al., Algorithms 1–3).
     """
     horizon, n_actions = cfg.horizon, actions.shape[0]
     q, batches = batch_schedule(horizon)
     log_term = math.log(4.0 * n_actions * batches * horizon)
-    batcher = _Batcher(cfg, means, noise_sd, rng_env, rng_priv)
+    batcher = _Batcher(cfg, means, noise_sd, rng_env, rng_priv, ledger)
     active = np.arange(n_actions)
     segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     trace = EliminationTrace(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
@@ -263,7 +341,9 @@ def run_elimination(
         n_i = int(counts.sum())
         local_scale, eps0, batch_eps = _local_budget(cfg, n_i, q_i)
         scale = _noise_scale(cfg, local_scale)
-        played, lengths, realised, noisy = batcher.play(active[support], counts[support], scale)
+        label = BatchLabel(i, n_i, int(design.support.size), _amplification_n(cfg, n_i, q_i))
+        played, lengths, realised, noisy = batcher.play(active[support], counts[support], scale,
+                                                        label)
         segments.append((played, lengths, realised))
         trace.batch_start.append(t)
         trace.batch_size.append(n_i)
@@ -467,20 +547,16 @@ class EliminationPolicy(BatchedPolicy):
         actions = check_points(env.actions)
         if env.horizon != self.config.horizon:
             raise ConfigError(f"environment horizon {env.horizon} != policy horizon")
-        runner = run_ls_elimination if self.schedule == "ls" else run_elimination
-        trace = runner(
-            actions,
-            np.asarray(env.means, float),
-            float(env.noise_sd),
-            self.config,
-            env.noise_rng(),
-            self.rng,
-        )
+        args = (actions, np.asarray(env.means, float), float(env.noise_sd), self.config,
+                env.noise_rng(), self.rng)
+        if self.schedule == "ls":
+            trace = run_ls_elimination(*args)
+        else:
+            trace = run_elimination(*args, self.ledger)
         gaps = env.means.max() - env.means
         regret = np.repeat(gaps[trace.segment_actions].astype(np.float64), trace.segment_lengths)
         reward = np.repeat(trace.segment_rewards, trace.segment_lengths)
         self._record(trace, gaps)
-        self._account(trace)
         return regret, reward
 
     def _record(self, trace: EliminationTrace, gaps: np.ndarray) -> None:
@@ -506,9 +582,6 @@ class EliminationPolicy(BatchedPolicy):
             "max_g_over_k": float(max(trace.g_over_k, default=0.0)),
             "fw_iterations": float(sum(trace.fw_iterations)),
         }
-
-    def _account(self, trace: EliminationTrace) -> None:
-        """Per-batch ledger entries; each reward is in one batch, so batches compose in parallel."""
 
     def events(self) -> dict[str, np.ndarray]:
         return dict(self._events)
@@ -562,16 +635,6 @@ class PrivateElimination(EliminationPolicy):
             cfg.explicit = True
         return cfg
 
-    def _entry(self, mechanism: str, component: str, scale: float, sensitivity: float,
-               epsilon: float, delta: float, partition: str, note: str) -> None:
-        """One release that every record of `partition` pays for."""
-        cfg, ledger = self.config, self.ledger
-        clipped = (f"rewards clipped to [-{cfg.clip}, {cfg.clip}]" if cfg.clip is not None
-                   else "rewards not clipped: sensitivity is nominal")
-        ledger.add(mechanism, component, sensitivity=sensitivity,  # type: ignore[union-attr]
-                   noise_scale=scale, epsilon=epsilon, delta=delta, partition=partition,
-                   note=f"{note}; {clipped}")
-
     def finish(self) -> None:
         """Paper mode: a sensitivity that does not bound a changed reward voids the ε."""
         cfg, ledger = self.config, self.ledger
@@ -603,16 +666,6 @@ class CentralDPElimination(PrivateElimination):
     mode: ClassVar[str] = "central"
     audits: ClassVar[tuple[PolicyAudit, ...]] = (elimination_reward_audit(name),)
 
-    def _account(self, trace: EliminationTrace) -> None:
-        """Each reward of batch i enters one Laplace-noised core sum: ε = Δ/b per batch."""
-        cfg = self.config
-        for i, (n_i, core, scale) in enumerate(
-            zip(trace.batch_size, trace.core, trace.noise_scale, strict=True), 1
-        ):
-            sens = release_sensitivity(cfg, scale)
-            self._entry("laplace", f"batch {i} per-action sums", scale, sens, sens / scale, 0.0,
-                        f"batch {i}", f"{core} core sums of {n_i} rewards")
-
 
 class LocalDPElimination(PrivateElimination):
     """Algorithm 2: every client adds Laplace(Δ/ε0) to its reward, ε0-LDP (Hanna et al., Sec. 4)."""
@@ -620,14 +673,6 @@ class LocalDPElimination(PrivateElimination):
     name: ClassVar[str] = "LocalDPElimination"
     mode: ClassVar[str] = "local"
     audits: ClassVar[tuple[PolicyAudit, ...]] = (elimination_reward_audit(name),)
-
-    def _account(self, trace: EliminationTrace) -> None:
-        """Every client of batch i sends one Laplace(b) report: ε0 = Δ/b per client."""
-        cfg = self.config
-        for i, (n_i, scale) in enumerate(zip(trace.batch_size, trace.noise_scale, strict=True), 1):
-            sens = release_sensitivity(cfg, scale)
-            self._entry("laplace (local)", f"batch {i} reports", scale, sens, sens / scale, 0.0,
-                        f"batch {i}", f"{n_i} clients, one report each")
 
 
 class ShuffleDPElimination(PrivateElimination):
@@ -649,18 +694,6 @@ class ShuffleDPElimination(PrivateElimination):
         cfg = super()._config()
         cfg.amplification = self.params["amplification"]
         return cfg
-
-    def _account(self, trace: EliminationTrace) -> None:
-        """Batch i shuffles n_i reports at ε0 = Δ/b: amplified to (ε_i, δ) per client."""
-        cfg = self.config
-        for i, (n_i, scale) in enumerate(zip(trace.batch_size, trace.noise_scale, strict=True), 1):
-            sens = release_sensitivity(cfg, scale)
-            eps0 = sens / scale
-            eps_i = amplified_epsilon(eps0, trace.amplification_n[i - 1], cfg.delta,  # type: ignore[arg-type]
-                                      cfg.amplification)
-            self._entry("laplace + shuffle", f"batch {i} shuffled reports", scale, sens, eps_i,
-                        cfg.delta, f"batch {i}",  # type: ignore[arg-type]
-                        f"{n_i} reports at epsilon0 = {eps0:.6g} ({cfg.amplification})")
 
 
 class LSPhasedElimination(EliminationPolicy):

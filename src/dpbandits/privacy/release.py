@@ -50,6 +50,7 @@ class ReleaseRecord:
     norm: str
     drawn: Drawn
     entry: LedgerEntry | None
+    changed: int | None = None  # the most coordinates a neighbour changes (None: any)
 
 
 @dataclass
@@ -131,14 +132,18 @@ def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> n
 def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
             mechanism: str, sensitivity: float, scale: float,
             partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
-            cost: Callable[[Drawn], dict[str, float]] = drawn_cost) -> np.ndarray:
+            cost: Callable[[Drawn], dict[str, float]] = drawn_cost,
+            changed: int | None = None) -> np.ndarray:
     """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
-    the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn."""
+    the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn.
+    `changed`: a neighbour moves at most that many coordinates (one user's sum or report), so
+    snapping adds γ per changed coordinate only."""
     if mechanism not in MECHANISMS:
         raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
                           f"{', '.join(MECHANISMS)}")
     value = np.array(statistic, dtype=float)
-    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(value.size, 1))
+    dim = value.size if changed is None else min(value.size, changed)
+    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(dim, 1))
     released = draw(noise, value, mechanism, scale)
     entry = None
     if ledger is not None:
@@ -151,4 +156,4 @@ def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name:
     return recorder.capture(ReleaseRecord(
         index=len(recorder.records), name=name, partition=partition, statistic=value,
         released=released, sensitivity=float(sensitivity), norm=NORMS[mechanism],
-        drawn=drawn, entry=entry))
+        drawn=drawn, entry=entry, changed=changed))
