@@ -17,7 +17,10 @@ from dpbandits.errors import ConfigError
 
 def test_catalogue_covers_every_checked_policy_with_every_weakening() -> None:
     entries = catalogue()
-    assert len(entries) == 4 * len(WEAKENINGS) == 20
+    ts = [m for m, _ in entries if m.policy.startswith("AdaPrivate")]
+    assert len(ts) == 4 * len(WEAKENINGS) == 20
+    eliminations = [m for m, _ in entries if m.policy.endswith("DPElimination")]
+    assert len(eliminations) == 3 * 4  # no context clip: the actions are public
     assert mutation_named("AdaPrivate-TS: noise × 0.1") == Mutation("AdaPrivate-TS",
                                                                      "noise × 0.1")
     with pytest.raises(ConfigError, match="mutation 'x' is not allowed; allowed: "):
@@ -34,3 +37,21 @@ def test_every_weakening_is_caught_naming_the_release(policy: str) -> None:
     lines = coverage_lines(results)
     assert lines[0].startswith("Mutation score of the release checks: 5 / 5")
     assert lines[-1] == f"| {policy} | " + " | ".join(["caught"] * 5) + " | 5 / 5 |"
+
+
+ELIMINATIONS = ["CentralDPElimination", "LocalDPElimination", "ShuffleDPElimination"]
+
+
+def test_every_weakening_of_the_eliminations_is_caught_naming_the_release() -> None:
+    results = run_mutations(ELIMINATIONS)
+    assert [(r.policy, r.weakening) for r in results] == [
+        (p, w) for p in ELIMINATIONS for w in WEAKENINGS if w != "context clip removed"]
+    assert [r.weakening for r in results if not r.caught] == []
+    assert all("release 'batch " in r.evidence for r in results)
+    by = {(r.policy, r.weakening): r.evidence for r in results}
+    assert "overspent" in by["ShuffleDPElimination", "noise × 0.1"]
+    assert "> declared sensitivity 2" in by["LocalDPElimination", "reward clip removed"]
+    assert "> declared sensitivity 0.2" in by["CentralDPElimination", "sensitivity ÷ 10"]
+    assert "noise drawn has 0.0" in by["ShuffleDPElimination", "ledger from the plan"]
+    lines = coverage_lines(results)
+    assert lines[0].startswith("Mutation score of the release checks: 12 / 12")

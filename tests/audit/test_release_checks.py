@@ -3,11 +3,14 @@ family passes them unweakened."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from dpbandits.audit.release_checks import (
     CASES,
+    changed_violations,
     check_case,
     ledger_violations,
     noise_violations,
@@ -63,8 +66,32 @@ def test_noise_with_a_tenth_of_the_stated_scale_is_caught_and_honest_noise_passe
     assert noise_violations("p", weak[:6]) == []  # 18 coordinates: too few to test
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.policy)
+@pytest.mark.parametrize("case", [c for c in CASES if c.policy.startswith("AdaPrivate")],
+                         ids=lambda c: c.policy)
 def test_the_ts_family_passes_its_release_checks(case) -> None:
     report = check_case(case, "strict", seeds=1)
     assert report.violations == []
     assert report.pairs == 36 and report.releases == 4 * 36
+
+
+def test_a_release_moved_in_more_coordinates_than_declared_is_a_violation() -> None:
+    """A release priced for one changed coordinate (its snapping adds γ once) whose neighbour
+    moves two."""
+    one = [replace(record([0.0, 0.0, 0.0]), changed=1)]
+    assert changed_violations("p", one, [record([0.0, 0.4, 0.0])]) == []
+    (line,) = changed_violations("p", one, [record([0.3, 0.4, 0.0])])
+    assert "release 's' #0 (batch 1)" in line and "differ in 2 coordinates > declared 1" in line
+    assert changed_violations("p", [record([0.0, 0.0])], [record([1.0, 1.0])]) == []
+
+
+ELIMINATIONS = [c for c in CASES if c.policy.endswith("DPElimination")]
+
+
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+@pytest.mark.parametrize("case", ELIMINATIONS, ids=lambda c: c.policy)
+def test_the_eliminations_pass_their_release_checks(case, mode: str) -> None:
+    """A user's reward moved by ±10¹² (out of range) and ±0.5, users of batches 1–4."""
+    assert len(ELIMINATIONS) == 3 and case.relations == ("reward",)
+    report = check_case(case, mode, seeds=1)
+    assert report.violations == []
+    assert report.pairs == 20 and report.releases >= 3 * 20

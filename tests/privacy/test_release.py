@@ -152,3 +152,38 @@ def test_the_ts_release_audit_and_strict_runs_call_the_same_sampler(
     seen.clear()
     _run("AdaPrivate-TS", "strict")
     assert set(seen) == {"ExactNoise"} and len(seen) == 3
+
+
+def _elimination_releases(name: str, accounting: str) -> list:
+    """The releases of a batched run (T = 400), the policy's generator refusing float draws."""
+    from dpbandits.instances.registry import build_instance
+
+    env = build_instance({"generator": "linear_sphere", "K": 4, "d": 2, "horizon": 400,
+                          "seed": 3}).environment(0)
+    pol = make_policy(name, env.info, NoFloatNoise(np.random.PCG64(0)), epsilon=1.0,
+                      delta=1e-6, accounting=accounting, path="explicit", clip=1.0)
+    with recording() as recorder:
+        pol.play_batched(env)
+    return recorder.records
+
+
+@pytest.mark.parametrize("name", ["CentralDPElimination", "LocalDPElimination",
+                                  "ShuffleDPElimination"])
+def test_strict_eliminations_draw_no_float_noise_one_exact_call_per_release(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = [0]
+    counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
+                                  for k in dir(exact_noise._exact) if not k.startswith("__")})
+    sampler = counting.discrete_laplace
+
+    def count(*args):
+        calls[0] += 1
+        return sampler(*args)
+
+    counting.discrete_laplace = count
+    monkeypatch.setattr(exact_noise, "_exact", counting)
+    records = _elimination_releases(name, "strict")
+    assert len(records) >= 3 and calls[0] == len(records)  # one exact draw per batch
+    assert _on_grid(records)
+    with pytest.raises(AssertionError, match="float noise drawn"):  # the spy sees float draws
+        _elimination_releases(name, "paper")

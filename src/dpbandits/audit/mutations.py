@@ -20,7 +20,7 @@ from unittest import mock
 from dpbandits.atomic import write_text_atomic
 from dpbandits.audit.release_checks import CASES, CheckReport, PolicyCase, check_case
 from dpbandits.errors import ConfigError
-from dpbandits.policies import adaprivate, linear_core
+from dpbandits.policies import adaprivate, elimination, linear_core
 from dpbandits.privacy import release
 
 WEAKENINGS = ("noise × 0.1", "reward clip removed", "context clip removed",
@@ -72,11 +72,50 @@ def _ledger_from_plan() -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _elimination_noise_cut() -> Iterator[None]:
+    """The eliminations' Laplace scale b (per core sum or per report) × 0.1."""
+    scale = elimination.release_scale
+
+    def cut(cfg: Any, epsilon: float) -> float:
+        return 0.1 * scale(cfg, epsilon)
+
+    with mock.patch.object(elimination, "release_scale", cut):
+        yield
+
+
+@contextmanager
+def _elimination_clip_removed() -> Iterator[None]:
+    """The eliminations' rewards enter the sums and reports unclipped."""
+    with mock.patch.object(elimination, "clip_rewards", lambda rewards, bound: rewards):
+        yield
+
+
+@contextmanager
+def _elimination_sensitivity_tenth() -> Iterator[None]:
+    """The eliminations' declared Δ ÷ 10 and b = Δ/ε calibrated for it."""
+    config = elimination.PrivateElimination._config
+
+    def tenth(self: Any) -> elimination.EliminationConfig:
+        cfg = config(self)
+        cfg.sensitivity /= 10.0
+        return cfg
+
+    with mock.patch.object(elimination.PrivateElimination, "_config", tenth):
+        yield
+
+
 Patch = Callable[[], AbstractContextManager[None]]
 
 TS_FAMILY_PATCHES: dict[str, Patch] = dict(
     zip(WEAKENINGS, (_noise_cut, _reward_clip_removed, _context_clip_removed,
                      _sensitivity_tenth, _ledger_from_plan), strict=True))
+
+# The eliminations' contexts (the actions) are public: no context clip.
+ELIMINATION_PATCHES: dict[str, Patch] = {
+    "noise × 0.1": _elimination_noise_cut, "reward clip removed": _elimination_clip_removed,
+    "sensitivity ÷ 10": _elimination_sensitivity_tenth, "ledger from the plan": _ledger_from_plan,
+}
 
 # For every checked policy, its weakenings (a subset of WEAKENINGS) and how each is made.
 PATCHES: dict[str, dict[str, Patch]] = {
@@ -84,6 +123,8 @@ PATCHES: dict[str, dict[str, Patch]] = {
     for policy in ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
                    "AdaPrivate-UCB")
 }
+PATCHES.update({policy: ELIMINATION_PATCHES for policy in
+                ("CentralDPElimination", "LocalDPElimination", "ShuffleDPElimination")})
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from dpbandits.audit import release_cases_batched
 from dpbandits.contract import ProblemInfo
 from dpbandits.errors import PrivacyBudgetError
 from dpbandits.policies import make_policy
@@ -132,6 +133,22 @@ def sensitivity_violations(where: str, first: list[ReleaseRecord],
     return out
 
 
+def changed_violations(where: str, first: list[ReleaseRecord],
+                       second: list[ReleaseRecord]) -> list[str]:
+    """Releases declaring that a neighbour moves at most `changed` coordinates (their snapping
+    priced for that many) whose statistics on D0 and D1 differ in more."""
+    out = []
+    for a, b in zip(first, second, strict=False):
+        if a.changed is None or np.shape(a.statistic) != np.shape(b.statistic):
+            continue
+        size = np.maximum(np.abs(a.statistic), np.abs(b.statistic))
+        moved = int(np.count_nonzero(np.abs(a.statistic - b.statistic) > ROUNDING * (1 + size)))
+        if moved > a.changed:
+            out.append(f"{where}: release '{a.name}' #{a.index} ({a.partition}): pre-noise "
+                       f"statistics differ in {moved} coordinates > declared {a.changed}")
+    return out
+
+
 def ledger_violations(where: str, records: list[ReleaseRecord],
                       ledger: PrivacyLedger) -> list[str]:
     """Entries that do not price the scale drawn, and a strict ledger over its budget."""
@@ -194,6 +211,8 @@ CASES: tuple[PolicyCase, ...] = (
     PolicyCase("AdaPrivate-TS-Amp", {"B": 10}, ("reward",)),
     PolicyCase("AdaPrivate-TS-Adaptive", {"B": 10}, ("reward",)),
     PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
+    # The batched eliminations: a user's reward (Hanna et al., Algorithms 1–3).
+    *release_cases_batched.elimination_cases(),
 )
 
 
@@ -221,6 +240,7 @@ def check_case(case: PolicyCase, accounting: str = "strict", seeds: int = 3,
         report.pairs += 1
         report.releases += len(first)
         report.violations += sensitivity_violations(where, first, second)
+        report.violations += changed_violations(where, first, second)
         report.violations += ledger_violations(where, first, ledger)
         drawn.extend(first)
     report.violations += noise_violations(f"{case.policy} [{accounting}]", drawn)
