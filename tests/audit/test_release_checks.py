@@ -95,3 +95,16 @@ def test_the_eliminations_pass_their_release_checks(case, mode: str) -> None:
     report = check_case(case, mode, seeds=1)
     assert report.violations == []
     assert report.pairs == 20 and report.releases >= 3 * 20
+
+
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+def test_shuffle_glm_passes_its_release_checks(mode: str) -> None:
+    """A user's reward (0 vs 1, −3 vs 4, ∓10¹²) or context (other directions of norm 1 or 5)
+    through both shuffle releases of each batch. Paper mode does not clip contexts: its
+    summation refuses the norm-5 users, on both sides, and the run ends there."""
+    (case,) = [c for c in CASES if c.policy == "Shuffle-GLM"]
+    assert case.relations == ("reward", "context")
+    report = check_case(case, mode, seeds=1)
+    assert report.violations == []
+    assert report.pairs == 40
+    assert report.releases == (4 * 40 if mode == "strict" else 4 * 32 + 10)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -20,11 +20,14 @@ from unittest import mock
 from dpbandits.atomic import write_text_atomic
 from dpbandits.audit.release_checks import CASES, CheckReport, PolicyCase, check_case
 from dpbandits.errors import ConfigError
-from dpbandits.policies import adaprivate, elimination, linear_core
-from dpbandits.privacy import release
+from dpbandits.jit import python_function
+from dpbandits.policies import adaprivate, elimination, linear_core, shuffle_glm
+from dpbandits.privacy import release, shuffle_gd, vector_sum
 
 WEAKENINGS = ("noise × 0.1", "reward clip removed", "context clip removed",
-              "sensitivity ÷ 10", "ledger from the plan")
+              "sensitivity ÷ 10", "ledger from the plan",
+              # Shuffle-GLM's second release, P_GD's gradient sums
+              "gradient noise × 0.1", "gradient clip removed", "gradient ledger from the plan")
 
 
 @contextmanager
@@ -105,10 +108,73 @@ def _elimination_sensitivity_tenth() -> Iterator[None]:
         yield
 
 
+def _blanket_cut(params: Any) -> Any:
+    """P_vec's parameters with b ÷ 100: the per-coordinate σ̃ × ≈0.1 (and ε(b) × 10)."""
+    return replace(params, b=max(1, params.b // 100))
+
+
+@contextmanager
+def _gram_noise_cut() -> Iterator[None]:
+    """SymSum's protocol drawn with b ÷ 100 (σ̃ × 0.1); its ledger prices the b drawn."""
+    plan = shuffle_glm.vector_sum_params
+    with mock.patch.object(shuffle_glm, "vector_sum_params",
+                           lambda *a, **k: _blanket_cut(plan(*a, **k))):
+        yield
+
+
+@contextmanager
+def _gradient_noise_cut() -> Iterator[None]:
+    """P_GD's vector sums drawn with b ÷ 100 (σ̃ × 0.1); the ledger prices the b drawn."""
+    plan = shuffle_gd.vector_sum_params
+    with mock.patch.object(shuffle_gd, "vector_sum_params",
+                           lambda *a, **k: _blanket_cut(plan(*a, **k))):
+        yield
+
+
+@contextmanager
+def _glm_context_clip_removed() -> Iterator[None]:
+    """Contexts enter the Gram matrix unclipped: the policy's clip to the unit ball and the
+    summation's refusal of a vector beyond its bound (the clip's second line) both removed."""
+    def unchecked(vectors: Any, params: Any) -> Any:
+        import numpy as np
+
+        return np.ascontiguousarray(np.atleast_2d(np.asarray(vectors, dtype=float)))
+
+    with mock.patch.object(shuffle_glm.ShuffleGLM, "clips_contexts", property(lambda s: False)), \
+            mock.patch.object(vector_sum, "_check_vectors", unchecked):
+        yield
+
+
+@contextmanager
+def _gradient_clip_removed() -> Iterator[None]:
+    """P_GD's per-user gradients enter the sums unclipped (its loop run as Python with
+    `clip_factor` ≡ 1)."""
+    with mock.patch.object(shuffle_gd, "gd_steps", python_function(shuffle_gd.gd_steps)), \
+            mock.patch.object(shuffle_gd, "clip_factor", lambda norm, bound: 1.0):
+        yield
+
+
+@contextmanager
+def _gram_ledger_from_plan() -> Iterator[None]:
+    """SymSum's blanket noise drawn from n·b/100 bits while its release states the b planned."""
+    deviation = vector_sum.blanket_deviation
+    with mock.patch.object(vector_sum, "blanket_deviation",
+                           lambda trials, *a: deviation(trials // 100, *a)):
+        yield
+
+
+@contextmanager
+def _gradient_ledger_from_plan() -> Iterator[None]:
+    """P_GD's blanket noise drawn from n·b/100 bits while its release states the b planned."""
+    split = shuffle_gd.blanket_split
+    with mock.patch.object(shuffle_gd, "blanket_split", lambda trials: split(trials // 100)):
+        yield
+
+
 Patch = Callable[[], AbstractContextManager[None]]
 
 TS_FAMILY_PATCHES: dict[str, Patch] = dict(
-    zip(WEAKENINGS, (_noise_cut, _reward_clip_removed, _context_clip_removed,
+    zip(WEAKENINGS[:5], (_noise_cut, _reward_clip_removed, _context_clip_removed,
                      _sensitivity_tenth, _ledger_from_plan), strict=True))
 
 # The eliminations' contexts (the actions) are public: no context clip.
@@ -125,6 +191,14 @@ PATCHES: dict[str, dict[str, Patch]] = {
 }
 PATCHES.update({policy: ELIMINATION_PATCHES for policy in
                 ("CentralDPElimination", "LocalDPElimination", "ShuffleDPElimination")})
+# Shuffle-GLM: no "sensitivity ÷ 10" (P_vec clips or refuses at the bound it is calibrated
+# for: docs/audits.md, "Mutation harness"); rewards enter only P_GD's clipped gradients.
+PATCHES["Shuffle-GLM"] = {
+    "noise × 0.1": _gram_noise_cut, "context clip removed": _glm_context_clip_removed,
+    "ledger from the plan": _gram_ledger_from_plan, "gradient noise × 0.1": _gradient_noise_cut,
+    "gradient clip removed": _gradient_clip_removed,
+    "gradient ledger from the plan": _gradient_ledger_from_plan,
+}
 
 
 @dataclass(frozen=True)

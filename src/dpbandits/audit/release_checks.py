@@ -22,7 +22,13 @@ from dpbandits.contract import ProblemInfo
 from dpbandits.errors import PrivacyBudgetError
 from dpbandits.policies import make_policy
 from dpbandits.privacy.ledger import PrivacyLedger
-from dpbandits.privacy.release import ReleaseRecord, gaussian_rho, laplace_epsilon, recording
+from dpbandits.privacy.release import (
+    ReleaseRecord,
+    gaussian_rho,
+    laplace_epsilon,
+    recording,
+    vector_sum_cost,
+)
 
 # Float sums of the two runs may round differently: a few ulps of the statistic's size.
 ROUNDING = 1e-9
@@ -157,10 +163,13 @@ def ledger_violations(where: str, records: list[ReleaseRecord],
         entry, drawn = r.entry, r.drawn
         if entry is None:
             continue
-        need = gaussian_rho(drawn) if drawn.mechanism == "gaussian" else laplace_epsilon(drawn)
+        need = (gaussian_rho(drawn) if drawn.mechanism == "gaussian"
+                else vector_sum_cost(drawn)["epsilon"] if drawn.mechanism == "vector-sum"
+                else laplace_epsilon(drawn))
         stated = entry.rho if entry.rho is not None else entry.epsilon
         priced = entry.noise_scale == drawn.scale and drawn.sensitivity >= r.sensitivity
-        if entry.mechanism == drawn.mechanism:  # a plain Gaussian or Laplace release
+        # a plain Gaussian or Laplace release, or a vector sum (N of them cost at least one)
+        if entry.mechanism == drawn.mechanism or drawn.mechanism == "vector-sum":
             priced = priced and stated is not None and stated >= need * (1 - ROUNDING)
         if not priced:
             out.append(f"{where}: release '{r.name}' #{r.index}: ledger states noise "
@@ -193,7 +202,7 @@ def noise_violations(where: str, records: Iterable[ReleaseRecord]) -> list[str]:
         n = z.size
         if n < NOISE_MIN_COORDINATES:
             continue
-        if mechanism == "gaussian":
+        if mechanism in ("gaussian", "vector-sum"):  # P_vec: Binomial(n·b, p), near-Gaussian
             value, law = float(z @ z), stats.chi2(n)
             spread = math.sqrt(value / n)
         else:
@@ -213,6 +222,8 @@ CASES: tuple[PolicyCase, ...] = (
     PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
     # The batched eliminations: a user's reward (Hanna et al., Algorithms 1–3).
     *release_cases_batched.elimination_cases(),
+    # Shuffle-GLM: a user's context and reward (docs/glm.md, "Algorithm 1").
+    release_cases_batched.shuffle_glm_case(),
 )
 
 

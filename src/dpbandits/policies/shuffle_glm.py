@@ -12,6 +12,7 @@ partition per batch. Strict accounting requires the constants of the CJMP theore
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -27,15 +28,19 @@ from dpbandits.links import get_link, mean_dot
 from dpbandits.params import Declaration, boolean, choice, integer, number
 from dpbandits.policies.base import Policy
 from dpbandits.policies.tables import pull
-from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, shuffle_gd
+from dpbandits.privacy.release import Drawn, release, upcoming
+from dpbandits.privacy.shuffle_gd import MAX_ITERS, STEP_RULES, PGDResult, shuffle_gd
 from dpbandits.privacy.split import compose
 from dpbandits.privacy.tree import psd_repair
 from dpbandits.privacy.vector_sum import (
     CB_THEORY,
     LOG_ARGS,
     MAX_EPSILON,
-    sym_sum,
+    VectorSumParams,
+    sym_vectors,
     upper_indices,
+    vector_sum,
+    vector_sum_epsilon,
     vector_sum_params,
 )
 
@@ -92,6 +97,18 @@ def batch_schedule(horizon: int, first: int, alpha: float, n_batches: int,
     if used < horizon:
         lengths[-1] += horizon - used
     return lengths
+
+
+def pgd_cost(iterations: int, delta_total: float) -> Callable[[Drawn], dict[str, float]]:
+    """The ledger cost of P_GD: N vector sums at the (ε_i, δ_i) of the protocol drawn (its b
+    solved for ε), composed as `split` planned them (Private-GLM paper, Appendix E)."""
+
+    def cost(drawn: Drawn) -> dict[str, float]:
+        eps, delta = compose(vector_sum_epsilon(drawn.detail), drawn.detail.delta, iterations,
+                             delta_total)
+        return {"epsilon": eps, "delta": delta}
+
+    return cost
 
 
 class Estimates(NamedTuple):
@@ -413,14 +430,16 @@ class ShuffleGLM(Policy):
         noise_sd = vector_sum_params(n, dim, bound, self.eps_sum, self.delta_half,
                                      c_b=self.c_b, log_arg=self.log_arg).noise_sd
         lam, lam_max, lam_min = self._lambda(noise_sd)
-        gram, params = sym_sum(x, None if first else w, bound, self.eps_sum, self.delta_half,
-                               self.rng, c_b=self.c_b, log_arg=self.log_arg)
+        k = self.batch + 1
+        gram, params = self._gram(x, None if first else w, bound, k)
         gram[np.diag_indices(d)] += lam
         vals, vecs = psd_repair(gram, lam_min if self.psd_floor else 1e-12)
         gd = shuffle_gd(x, r, self.link, S=self.problem.S, epsilon=self.eps_half,
                         delta=self.delta_half, lam_max=lam_max, R=self.problem.R, rng=self.rng,
                         log_power=self.gd_log_power, max_iters=self.gd_max_iters,
-                        step_rule=self.gd_step, c_b=self.c_b, log_arg=self.log_arg)
+                        step_rule=self.gd_step, c_b=self.c_b, log_arg=self.log_arg,
+                        replay=upcoming())
+        self._release_estimate(gd, k)
         est, j = self.estimates, self.count
         est.theta[j], est.vals[j], est.vecs[j] = gd.theta, vals, vecs
         est.scale[j] = self.gamma * (self.kappa**self.elim_power if j == 0 else 1.0)
@@ -431,22 +450,42 @@ class ShuffleGLM(Policy):
             raise PrivacyBudgetError(f"P_GD composes to ({gd_eps:.6g}, {gd_delta:.3g}) > "
                                      f"({self.eps_half:.6g}, {self.delta_half:.3g})")
         self.batch_costs.append((self.eps_sum + gd_eps, self.delta_half + gd_delta))
-        ledger = self.ledger
-        assert ledger is not None
-        k = self.batch + 1
-        ledger.add("shuffle vector summation (SymSum)", f"batch {k} Gram matrix",
-                   sensitivity=bound, noise_scale=params.noise_sd, epsilon=self.eps_sum,
-                   delta=self.delta_half, partition=f"batch {k}",
-                   note=f"n = {n}, D = {dim}, g = {params.g}, b = {params.b}")
-        ledger.add("shuffle gradient descent (P_GD)", f"batch {k} estimate",
-                   sensitivity=gd.grad_bound,
-                   noise_scale=gd.params.noise_sd if gd.params else 0.0,
-                   epsilon=gd_eps, delta=gd_delta, partition=f"batch {k}",
-                   note=f"N = {gd.iterations} vector sums at ({gd.eps_iter:.6g}, "
-                        f"{gd.delta_iter:.3g}) each")
         self.records.append({"batch": k, "n": n, "lambda": lam, "noise_sd": params.noise_sd,
                              "gd_iterations": gd.iterations, "gd_eps_iter": gd.eps_iter,
                              "theta_norm": float(np.linalg.norm(gd.theta))})
+
+    def _gram(self, x: np.ndarray, weights: np.ndarray | None, bound: float,
+              k: int) -> tuple[np.ndarray, VectorSumParams]:
+        """SymSum (CJMP): Σ_u w_u x_u x_uᵀ of batch k, its upper triangle released by P_vec
+        at (ε/2, δ/2) through `privacy.release`; ℓ2 sensitivity 2L (one user's vector of norm
+        ≤ L replaced)."""
+        vectors, rows, cols = sym_vectors(x, weights)
+        n, dim = vectors.shape
+        params = vector_sum_params(n, dim, bound, self.eps_sum, self.delta_half, c_b=self.c_b,
+                                   log_arg=self.log_arg)
+        est = release(None, self.ledger, vectors.sum(axis=0), name=f"batch {k} Gram matrix",
+                      mechanism="vector-sum", sensitivity=2.0 * bound, scale=math.nan,
+                      partition=f"batch {k}", ledger_mechanism="shuffle vector summation "
+                      "(SymSum)", note=f"n = {n}, D = {dim}, g = {params.g}, b = {params.b}",
+                      sample=lambda: (vector_sum(vectors, params, self.rng), params))
+        out = np.zeros((x.shape[1], x.shape[1]))
+        out[rows, cols] = est
+        out[cols, rows] = est
+        return out, params
+
+    def _release_estimate(self, gd: PGDResult, k: int) -> None:
+        """P_GD's N gradient sums of batch k as one release (ℓ2 sensitivity 2L_g√N: each sum
+        moves by at most 2L_g when one user's clipped gradient is replaced)."""
+        if gd.params is None:
+            return
+        release(None, self.ledger, gd.exact, name=f"batch {k} estimate",
+                mechanism="vector-sum", sensitivity=2.0 * gd.grad_bound * math.sqrt(gd.iterations),
+                scale=math.nan, partition=f"batch {k}",
+                ledger_mechanism="shuffle gradient descent (P_GD)",
+                note=f"N = {gd.iterations} vector sums at ({gd.eps_iter:.6g}, "
+                     f"{gd.delta_iter:.3g}) each, L_g = {gd.grad_bound:.6g}",
+                cost=pgd_cost(gd.iterations, self.delta_half),
+                sample=lambda: (gd.released, gd.params))
 
     # ------------------------------------------------------------------ reporting
 

@@ -23,18 +23,21 @@ from dpbandits.errors import ConfigError
 from dpbandits.privacy.exact_noise import Noise
 from dpbandits.privacy.ledger import EVERY_RECORD, LedgerEntry, PrivacyLedger
 
-MECHANISMS = ("gaussian", "laplace")
-NORMS = {"gaussian": "l2", "laplace": "l1"}  # the norm each mechanism's sensitivity is in
+MECHANISMS = ("gaussian", "laplace", "vector-sum")
+# the norm each mechanism's sensitivity is in
+NORMS = {"gaussian": "l2", "laplace": "l1", "vector-sum": "l2"}
 
 
 @dataclass(frozen=True)
 class Drawn:
     """What a release's noise was drawn at: the scale the sampler used (σ or b, on its grid in
-    strict mode) and the sensitivity the release has after snapping (Δ' ≥ Δ)."""
+    strict mode) and the sensitivity the release has after snapping (Δ' ≥ Δ); a vector sum's
+    scale is the per-coordinate σ̃ of the protocol drawn, `detail` its parameters."""
 
     mechanism: str
     scale: float
     sensitivity: float
+    detail: Any = None
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,32 @@ def laplace_epsilon(drawn: Drawn) -> float:
     return math.inf if drawn.scale == 0 else drawn.sensitivity / drawn.scale
 
 
+def vector_sum_cost(drawn: Drawn) -> dict[str, float]:
+    """(ε, δ) of the vector-summation protocol drawn: its b solved for ε (CJMP P_vec)."""
+    from dpbandits.privacy.vector_sum import vector_sum_epsilon
+
+    return {"epsilon": vector_sum_epsilon(drawn.detail), "delta": float(drawn.detail.delta)}
+
+
 def drawn_cost(drawn: Drawn) -> dict[str, float]:
-    """The ledger cost of a release from the noise it drew: ρ (Gaussian) or ε (Laplace)."""
+    """The ledger cost of a release from the noise it drew: ρ (Gaussian), ε (Laplace) or
+    (ε, δ) (vector summation)."""
     if drawn.mechanism == "gaussian":
         return {"rho": gaussian_rho(drawn)}
+    if drawn.mechanism == "vector-sum":
+        return vector_sum_cost(drawn)
     return {"epsilon": laplace_epsilon(drawn), "delta": 0.0}
+
+
+def upcoming() -> np.ndarray | None:
+    """Inside a replaying recording, the values the next release will hand back (None
+    otherwise): a mechanism whose later draws follow its earlier outputs (P_GD's iterates)
+    follows these while it draws, as the policy would on D0's outputs."""
+    if not _ACTIVE or _ACTIVE[-1].replay is None:
+        return None
+    recorder = _ACTIVE[-1]
+    index = len(recorder.records)
+    return None if index >= len(recorder.replay) else np.array(recorder.replay[index].released)
 
 
 def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> np.ndarray:
@@ -129,22 +153,32 @@ def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> n
     return statistic + noise.laplace(scale, statistic.shape)
 
 
-def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
+def release(noise: Noise | None, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
             mechanism: str, sensitivity: float, scale: float,
             partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
             cost: Callable[[Drawn], dict[str, float]] = drawn_cost,
-            changed: int | None = None) -> np.ndarray:
+            changed: int | None = None,
+            sample: Callable[[], tuple[np.ndarray, Any]] | None = None) -> np.ndarray:
     """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
     the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn.
     `changed`: a neighbour moves at most that many coordinates (one user's sum or report), so
-    snapping adds γ per changed coordinate only."""
+    snapping adds γ per changed coordinate only. A vector sum (CJMP P_vec) is drawn from the
+    users' own vectors by `sample`, which returns (output, protocol parameters drawn);
+    `statistic` is then the exact sum it estimates and `scale` is not used."""
     if mechanism not in MECHANISMS:
         raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
                           f"{', '.join(MECHANISMS)}")
     value = np.array(statistic, dtype=float)
-    dim = value.size if changed is None else min(value.size, changed)
-    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(dim, 1))
-    released = draw(noise, value, mechanism, scale)
+    if mechanism == "vector-sum":
+        if sample is None:
+            raise ConfigError("a vector-sum release needs the protocol's sampler (sample=)")
+        released, params = sample()
+        released = np.array(released, dtype=float)
+        drawn = Drawn(mechanism, params.noise_sd, float(sensitivity), params)
+    else:
+        dim = value.size if changed is None else min(value.size, changed)
+        drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(dim, 1))
+        released = draw(noise, value, mechanism, scale)
     entry = None
     if ledger is not None:
         entry = ledger.add(ledger_mechanism or mechanism, name, sensitivity=float(sensitivity),

@@ -56,18 +56,21 @@ class PGDResult:
     grad_bound: float
     params: VectorSumParams | None
     eps_capped: bool
+    exact: np.ndarray | None = None  # each iteration's Σ of the clipped gradients (N, d)
+    released: np.ndarray | None = None  # each iteration's P_vec output ĝ (N, d)
 
 
 def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: float,
                delta: float, lam_max: float, R: float, rng: np.random.Generator,
                theta0: np.ndarray | None = None, log_power: int = 3,
                max_iters: int = MAX_ITERS, step_rule: str = "Lg", c_b: float = CB_THEORY,
-               log_arg: str = "theory") -> PGDResult:
+               log_arg: str = "theory", replay: np.ndarray | None = None) -> PGDResult:
     """P_GD on ℓ̃_t(θ) = ℓ(θ; x_t, r_t) + (λ_max/(2n))‖θ‖² over {‖θ‖ ≤ S} (paper App. E).
 
     Every iteration sums the users' clipped gradients with P_vec at (ε_i, δ_i) =
     split(ε, δ, N); the output is the mean of θ_1..θ_N. A per-iteration ε above CJMP's
-    limit of 15 is lowered to 15 (less privacy loss than budgeted).
+    limit of 15 is lowered to 15 (less privacy loss than budgeted). With `replay` (N, d), the
+    iterates follow those sums instead of the ones drawn (the release checks' neighbour run).
     """
     X = np.ascontiguousarray(X, dtype=float)
     y = np.ascontiguousarray(y, dtype=float)
@@ -92,9 +95,13 @@ def shuffle_gd(X: np.ndarray, y: np.ndarray, link: Link, *, S: float, epsilon: f
                           f"{', '.join(STEP_RULES)}")
     params = vector_sum_params(n, d, lg, eps_i, delta_i, c_b=c_b, log_arg=log_arg)
     chunks, rest = blanket_split(params.n * params.b)
+    exact, released = np.zeros((iters, d)), np.zeros((iters, d))
+    follow = np.zeros((0, d)) if replay is None else np.ascontiguousarray(replay, dtype=float)
     mean_theta = gd_steps(X, y, theta, iters, lam_max / n, step, float(S), params.bound,
-                          levels_of(params), link.kind, chunks, rest, params.p, rng)
-    return PGDResult(mean_theta, iters, eps_i, delta_i, step, lg, params, capped)
+                          levels_of(params), link.kind, chunks, rest, params.p, rng, exact,
+                          released, follow)
+    return PGDResult(mean_theta, iters, eps_i, delta_i, step, lg, params, capped, exact,
+                     released)
 
 
 @jit
@@ -106,11 +113,14 @@ def clip_factor(norm: float, bound: float) -> float:
 @jit
 def gd_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, iterations: int,
              lam_over_n: float, step: float, radius: float, bound: float, g: int, kind: int,
-             chunks: int, rest: int, p: float, rng: np.random.Generator) -> np.ndarray:
+             chunks: int, rest: int, p: float, rng: np.random.Generator, exact: np.ndarray,
+             released: np.ndarray, follow: np.ndarray) -> np.ndarray:
     """P_GD's iterations from θ (changed in place): the mean of θ_1..θ_N (Cheu et al., App. U).
 
     Iteration: each user's gradient (μ(xᵀθ) − r)x + (λ_max/n)θ clipped to L_g, summed by P_vec
-    (its rounding draws user by user, then the blanket count), θ ← Π_S(θ − η ĝ/n).
+    (its rounding draws user by user, then the blanket count), θ ← Π_S(θ − η ĝ/n). Row k of
+    `exact` gets iteration k's Σ of the clipped gradients, of `released` its ĝ; with rows in
+    `follow`, θ steps with those instead of ĝ (the draws are made all the same).
     """
     n, d = X.shape
     total = np.zeros(d)
@@ -118,7 +128,7 @@ def gd_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, iterations: int,
     levels = np.zeros(d, dtype=np.int64)
     scale = bound / g
     offset = n * bound
-    for _ in range(iterations):
+    for k in range(iterations):
         for c in range(d):
             total[c] += theta[c]
             levels[c] = 0
@@ -128,10 +138,15 @@ def gd_steps(X: np.ndarray, y: np.ndarray, theta: np.ndarray, iterations: int,
                 grad[c] = residual * X[i, c] + lam_over_n * theta[c]
             factor = clip_factor(math.sqrt(dot(grad, grad)), bound)
             for c in range(d):
-                levels[c] += rounded_level(grad[c] * factor, bound, g, rng.random())
+                clipped = grad[c] * factor
+                exact[k, c] += clipped
+                levels[c] += rounded_level(clipped, bound, g, rng.random())
         blanket = blanket_draws(chunks, rest, p, d, rng)
         for c in range(d):
             g_hat = scale * (levels[c] + blanket[c]) - offset
+            released[k, c] = g_hat
+            if follow.shape[0] > 0:
+                g_hat = follow[k, c]
             theta[c] = theta[c] - step * g_hat / n
         project_ball_into(theta, radius)
     for c in range(d):

@@ -47,6 +47,8 @@ class VectorSumParams:
     g: int
     b: int
     p: float = BLANKET_P
+    c_b: float = CB_THEORY
+    log_arg: str = "theory"
 
     @property
     def messages_per_user(self) -> int:
@@ -83,9 +85,26 @@ def vector_sum_params(n: int, dim: int, bound: float, epsilon: float, delta: flo
         raise ConfigError(f"log_arg = {log_arg!r} is not allowed; allowed: {', '.join(LOG_ARGS)}")
     n, dim = int(n), int(dim)
     g = math.ceil(max(2.0 * math.sqrt(n), dim, 4))
-    arg = 4.0 * (dim * dim + 1) / delta if log_arg == "theory" else dim / delta
+    arg = log_argument(dim, delta, log_arg)
     b = math.ceil(c_b * g * g * math.log(arg) ** 2 / (epsilon * epsilon * n))
-    return VectorSumParams(n, dim, float(bound), float(epsilon), float(delta), g, max(b, 1))
+    return VectorSumParams(n, dim, float(bound), float(epsilon), float(delta), g, max(b, 1),
+                           c_b=float(c_b), log_arg=log_arg)
+
+
+def log_argument(dim: int, delta: float, log_arg: str) -> float:
+    """The argument of P_vec's logarithm: 4(D²+1)/δ (theory) or D/δ (practical)."""
+    return 4.0 * (dim * dim + 1) / delta if log_arg == "theory" else dim / delta
+
+
+def vector_sum_epsilon(params: VectorSumParams) -> float:
+    """The ε the drawn protocol has: ε = g·ln(arg)·√(c_b/(b·n)), the b of `vector_sum_params`
+    solved for ε (CJMP P_vec), when g ≥ max(2√n, D, 4), p = 1/4 and ε ≤ 15; else ∞."""
+    n, g, b = params.n, params.g, params.b
+    if g < max(2.0 * math.sqrt(n), params.dim, 4) or params.p != BLANKET_P or b < 1:
+        return math.inf
+    eps = g * math.log(log_argument(params.dim, params.delta, params.log_arg)) * math.sqrt(
+        params.c_b / (b * n))
+    return eps if eps <= MAX_EPSILON * (1 + 1e-12) else math.inf
 
 
 @jit
@@ -231,6 +250,16 @@ def vector_sum(vectors: np.ndarray, params: VectorSumParams,
 def upper_indices(d: int) -> tuple[np.ndarray, np.ndarray]:
     """Row/column indices of the D = d(d+1)/2 upper-triangular entries (with the diagonal)."""
     return np.triu_indices(d)
+
+
+def sym_vectors(points: np.ndarray, weights: np.ndarray | None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each user's vector w_u·(x_u,i x_u,j)_{i ≤ j} (n, D) and the upper-triangle indices."""
+    x = np.atleast_2d(np.asarray(points, dtype=float))
+    n, d = x.shape
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=float)
+    rows, cols = upper_indices(d)
+    return w[:, None] * x[:, rows] * x[:, cols], rows, cols
 
 
 def sym_sum(points: np.ndarray, weights: np.ndarray | None, bound: float, epsilon: float,
