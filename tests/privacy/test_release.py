@@ -187,3 +187,38 @@ def test_strict_eliminations_draw_no_float_noise_one_exact_call_per_release(
     assert _on_grid(records)
     with pytest.raises(AssertionError, match="float noise drawn"):  # the spy sees float draws
         _elimination_releases(name, "paper")
+
+
+def test_a_vector_sum_is_drawn_by_its_protocol_and_priced_from_the_b_drawn() -> None:
+    """The `vector-sum` release: the protocol's own output, σ̃ and ε(b) of the parameters it
+    drew in the ledger, the exact sum recorded; a replaying run sees the values ahead."""
+    from dpbandits.privacy.release import upcoming
+    from dpbandits.privacy.vector_sum import vector_sum, vector_sum_epsilon, vector_sum_params
+
+    users = np.random.default_rng(0).uniform(-0.5, 0.5, (40, 2))
+    params = vector_sum_params(40, 2, 1.0, 0.5, 1e-5)
+
+    def run(seed: int, replay=None):
+        ledger = PrivacyLedger(1.0, 1e-5)
+        rng = np.random.default_rng(seed)
+        with recording(replay) as recorder:
+            ahead = upcoming()
+            out = release(None, ledger, users.sum(axis=0), name="v", mechanism="vector-sum",
+                          sensitivity=2.0, scale=math.nan,
+                          sample=lambda: (vector_sum(users, params, rng), params))
+        return out, ledger, recorder.records, ahead
+
+    out, ledger, records, ahead = run(1)
+    assert ahead is None
+    np.testing.assert_array_equal(out, vector_sum(users, params, np.random.default_rng(1)))
+    (entry,) = ledger.entries
+    assert entry.noise_scale == params.noise_sd and entry.delta == 1e-5
+    assert entry.epsilon == vector_sum_epsilon(params) <= 0.5
+    assert records[0].norm == "l2" and records[0].drawn.detail is params
+    np.testing.assert_array_equal(records[0].statistic, users.sum(axis=0))
+    again, _, _, ahead = run(2, replay=records)
+    np.testing.assert_array_equal(again, out)
+    np.testing.assert_array_equal(ahead, out)
+    with pytest.raises(ConfigError, match="sampler"):
+        release(None, None, users.sum(axis=0), name="v", mechanism="vector-sum",
+                sensitivity=2.0, scale=math.nan)

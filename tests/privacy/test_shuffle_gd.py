@@ -147,3 +147,25 @@ def test_non_finite_data_are_refused(bad: float) -> None:
 def test_clip_factor() -> None:
     assert clip_factor(0.5, 1.0) == 1.0 and clip_factor(4.0, 1.0) == 0.25
     assert clip_factor(0.0, 1.0) == 1.0 and clip_factor(1e-320, 1e-290) == 1.0
+
+
+def test_the_iterations_record_their_exact_and_released_sums_and_follow_a_replay() -> None:
+    """`exact` row 1 is Σ of the users' clipped gradients at θ = 0, `released` the P_vec
+    outputs the iterates stepped with; replaying them gives the same iterates, replaying
+    others moves them, and the draws are the same either way."""
+    g = np.random.default_rng(3)
+    x = g.standard_normal((60, 2)) / 2
+    y = (g.random(60) < 0.5).astype(float)
+    kwargs = dict(S=1.0, epsilon=20.0, delta=0.01, lam_max=5.0, R=1.0, max_iters=5)
+    out = shuffle_gd(x, y, LOGISTIC, rng=np.random.default_rng(1), **kwargs)
+    assert out.exact.shape == out.released.shape == (out.iterations, 2)
+    grads = (0.5 - y)[:, None] * x  # μ(0) = 1/2, θ = 0
+    scale = np.minimum(1.0, out.grad_bound / np.linalg.norm(grads, axis=1))
+    np.testing.assert_allclose(out.exact[0], (grads * scale[:, None]).sum(axis=0))
+    same = shuffle_gd(x, y, LOGISTIC, rng=np.random.default_rng(1), replay=out.released,
+                      **kwargs)
+    np.testing.assert_array_equal(same.theta, out.theta)
+    moved = shuffle_gd(x, y, LOGISTIC, rng=np.random.default_rng(1),
+                       replay=out.released + 1.0, **kwargs)
+    assert not np.array_equal(moved.theta, out.theta)
+    np.testing.assert_array_equal(moved.released[0], out.released[0])

@@ -183,3 +183,22 @@ def test_bad_parameters(kwargs: dict) -> None:
     with pytest.raises(ConfigError):
         vector_sum_params(**args, **extra)
 
+
+
+@pytest.mark.parametrize("n, dim, eps, log_arg", [(50, 3, 0.5, "theory"), (4000, 6, 2.0, "theory"),
+                                                  (300, 2, 1.0, "practical")])
+def test_the_epsilon_of_the_b_drawn_is_the_target_rounded_down(n: int, dim: int, eps: float,
+                                                               log_arg: str) -> None:
+    """ε(b) = g·ln(arg)·√(c_b/(b·n)) ≤ ε (b rounded up), close to it; a smaller b costs more,
+    and parameters outside the theorem's range cost ∞."""
+    from dataclasses import replace
+
+    from dpbandits.privacy.vector_sum import vector_sum_epsilon
+
+    c_b = 1.0 if log_arg == "practical" else 24.0e4
+    params = vector_sum_params(n, dim, 1.0, eps, 1e-5, c_b=c_b, log_arg=log_arg)
+    drawn = vector_sum_epsilon(params)
+    assert drawn <= eps and drawn == pytest.approx(eps, rel=1e-3)
+    assert vector_sum_epsilon(replace(params, b=params.b // 100)) > 9 * drawn
+    assert vector_sum_epsilon(replace(params, g=2)) == math.inf  # g below max(2√n, D, 4)
+    assert vector_sum_epsilon(replace(params, b=1)) == math.inf  # ε above 15
