@@ -1,5 +1,5 @@
-"""Release checks of the batched eliminations (Hanna et al., Algorithms 1–3): their pairs,
-instance and driver.
+"""Release checks of the batched policies: the eliminations (Hanna et al., Algorithms 1–3)
+and Shuffle-GLM (docs/glm.md, "Algorithm 1"); their pairs, instances and drivers.
 
 The eliminations draw every reward themselves from `env.noise_rng()` inside `play_batched`, so a
 pair changes the reward stream: the `t0`-th standard-normal draw (one user's reward, in play
