@@ -83,9 +83,12 @@ def test_episodic_forgets_and_uses_episode_sensitivity() -> None:
     entries = pol.ledger.entries  # one per episode, each on that episode's rewards only
     assert len(entries) == len(sens)
     assert [e.partition for e in entries] == [f"episode {k + 1}" for k in range(len(sens))]
-    assert all(e.rho == pytest.approx(rho) for e in entries)
+    # each prices the noise drawn: Δ'²/(2σ'²) ≤ ρ on the exact noise's grid
+    assert all(e.rho <= rho and e.rho == pytest.approx(rho, rel=1e-5) for e in entries)
     assert [e.sensitivity for e in entries] == pytest.approx(sens.tolist())
-    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-9)  # parallel: ρ, not k·ρ
+    assert [e.noise_scale for e in entries] == [pol.noise.effective_sigma(s) for s in pol.sigmas]
+    spent = pol.ledger.spent()[0]
+    assert spent <= 1.0 and spent == pytest.approx(1.0, rel=1e-5)  # parallel: ρ, not k·ρ
     counts = pol.events()["release_rewards"]
     assert counts.tolist() == np.diff(switches).tolist()
 
@@ -112,7 +115,8 @@ def test_about_160_switches_at_paper_scale(name: str) -> None:
     n = pol.diagnostics()["n_switches"]
     assert 150 <= n <= 165
     assert pol.events()["release_rewards"].sum() <= 10_000
-    assert pol.ledger.spent()[0] == pytest.approx(1.0, rel=1e-12)  # parallel: total ρ
+    spent = pol.ledger.spent()[0]
+    assert spent <= 1.0 and spent == pytest.approx(1.0, rel=1e-5)  # parallel: total ρ
     assert sum(e.count for e in pol.ledger.entries) == n
 
 

@@ -152,3 +152,22 @@ def test_the_ts_release_audit_and_strict_runs_call_the_same_sampler(
     seen.clear()
     _run("AdaPrivate-TS", "strict")
     assert set(seen) == {"ExactNoise"} and len(seen) == 3
+
+
+def test_merged_releases_share_one_entry_at_the_largest_cost_drawn() -> None:
+    """`merge`: a run of releases of one name is one entry of `count` releases, at the largest
+    ρ drawn of any, the smallest σ and the largest Δ (so count·ρ ≥ the sum); another name or
+    partition starts a new entry."""
+    ledger = PrivacyLedger(100.0, 1e-5)
+    noise = NumpyNoise(np.random.default_rng(0))
+    for sensitivity, scale in [(1.0, 2.0), (0.5, 4.0), (2.0, 3.0)]:
+        release(noise, ledger, STAT, name="theta", mechanism="gaussian",
+                sensitivity=sensitivity, scale=scale, merge=True)
+    (entry,) = ledger.entries
+    assert (entry.count, entry.noise_scale, entry.sensitivity) == (3, 2.0, 2.0)
+    assert entry.rho == max(1 / 8, 0.25 / 32, 4 / 18)
+    release(noise, ledger, STAT, name="other", mechanism="gaussian", sensitivity=1.0,
+            scale=2.0, merge=True)
+    release(noise, ledger, STAT, name="other", mechanism="gaussian", sensitivity=1.0,
+            scale=2.0, partition="p", merge=True)
+    assert [e.count for e in ledger.entries] == [3, 1, 1]

@@ -142,7 +142,10 @@ def ledger_violations(where: str, records: list[ReleaseRecord],
             continue
         need = gaussian_rho(drawn) if drawn.mechanism == "gaussian" else laplace_epsilon(drawn)
         stated = entry.rho if entry.rho is not None else entry.epsilon
-        priced = entry.noise_scale == drawn.scale and drawn.sensitivity >= r.sensitivity
+        # an entry of `count` merged releases states the smallest scale drawn of any
+        scaled = (entry.noise_scale == drawn.scale if entry.count == 1
+                  else entry.noise_scale <= drawn.scale)
+        priced = scaled and drawn.sensitivity >= r.sensitivity
         if entry.mechanism == drawn.mechanism:  # a plain Gaussian or Laplace release
             priced = priced and stated is not None and stated >= need * (1 - ROUNDING)
         if not priced:
