@@ -20,7 +20,7 @@ from unittest import mock
 from dpbandits.atomic import write_text_atomic
 from dpbandits.audit.release_checks import CASES, CheckReport, PolicyCase, check_case
 from dpbandits.errors import ConfigError
-from dpbandits.policies import adaprivate, linear_core
+from dpbandits.policies import adaprivate, dgs_linucb, episodic_zcdp, linear_core
 from dpbandits.privacy import release
 
 WEAKENINGS = ("noise × 0.1", "reward clip removed", "context clip removed",
@@ -61,6 +61,21 @@ def _sensitivity_tenth() -> Iterator[None]:
 
 
 @contextmanager
+def _dgs_sensitivity_tenth() -> Iterator[None]:
+    """DGS-LinUCB's Δ_t = 1/λ_min(A_t) declared ÷ 10 and σ_t calibrated for it."""
+    with mock.patch.object(dgs_linucb.DGSLinUCB, "REWARD_SENSITIVITY", 0.1):
+        yield
+
+
+@contextmanager
+def _episode_sensitivity_tenth() -> Iterator[None]:
+    """The episodic releases' Δ (1/λ_min(A^(ℓ)) of θ̂, 1 of a b increment) declared ÷ 10 and
+    σ calibrated for it."""
+    with mock.patch.object(episodic_zcdp._EpisodeBase, "REWARD_SENSITIVITY", 0.1):
+        yield
+
+
+@contextmanager
 def _ledger_from_plan() -> Iterator[None]:
     """The noise drawn at × 0.1 of the scale the release (and its ledger entry) states."""
     draw = release.draw
@@ -84,6 +99,11 @@ PATCHES: dict[str, dict[str, Patch]] = {
     for policy in ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
                    "AdaPrivate-UCB")
 }
+# The zCDP linear baselines: the TS family's patches (they share `calibrate_release`, the clips
+# and `release.draw`) and their own declared sensitivities.
+PATCHES["DGS-LinUCB"] = {**TS_FAMILY_PATCHES, "sensitivity ÷ 10": _dgs_sensitivity_tenth}
+PATCHES.update({policy: {**TS_FAMILY_PATCHES, "sensitivity ÷ 10": _episode_sensitivity_tenth}
+                for policy in ("zCDP-Episodic", "RarelySwitching-zCDP", "AdaC-OFUL-zCDP")})
 
 
 @dataclass(frozen=True)

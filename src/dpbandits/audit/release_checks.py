@@ -199,6 +199,18 @@ CASES: tuple[PolicyCase, ...] = (
     PolicyCase("AdaPrivate-UCB", {"B": 10}, ("reward",)),
 )
 
+# The zCDP linear baselines claim reward privacy only too (docs/ts.md, "Setting and privacy
+# model"). zCDP-Episodic's θ̂ releases see an unclipped arm x only in episodes with
+# λ_min(A^(ℓ)) > 4 (x enters A^(ℓ) as well: ‖(A^(ℓ))⁻¹x‖ ≤ 1/(2√λ_min)), which d = 2 and
+# T = 80 reach (docs/audits.md, "Release checks").
+ZCDP_LINEAR_CASES: tuple[PolicyCase, ...] = (
+    PolicyCase("DGS-LinUCB", {}, ("reward",)),
+    PolicyCase("zCDP-Episodic", {}, ("reward",), d=2, horizon=80),
+    PolicyCase("RarelySwitching-zCDP", {}, ("reward",)),
+    PolicyCase("AdaC-OFUL-zCDP", {}, ("reward",)),
+)
+CASES += ZCDP_LINEAR_CASES
+
 
 @dataclass
 class CheckReport:
