@@ -152,7 +152,7 @@ def _strict_run(policy: str, instance: dict, **params: Any) -> None:
 
 # audit key → (the strict code both must pass through, the sampler, a strict run reaching it)
 SHARED: dict[str, tuple[CodeType, str, tuple[str, dict, dict]]] = {
-    "gaussian": (LinearPolicy.gaussian_release.__code__, "discrete_gaussian",
+    "gaussian": (release.draw.__code__, "discrete_gaussian",
                  ("RarelySwitching-zCDP", SMALL_POOL, {})),
     "ts-release": (release.draw.__code__, "discrete_gaussian",
                    ("AdaPrivate-TS", SMALL_POOL, {})),

@@ -1,6 +1,9 @@
-"""The mutation harness (fast subset): every weakening of two TS-family policies is caught."""
+"""The mutation harness (fast subset): every weakening of two TS-family policies and of the
+zCDP linear baselines is caught."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
@@ -14,6 +17,8 @@ from dpbandits.audit.mutations import (
 )
 from dpbandits.errors import ConfigError
 
+ZCDP_LINEAR = ("DGS-LinUCB", "zCDP-Episodic", "RarelySwitching-zCDP", "AdaC-OFUL-zCDP")
+
 
 def test_catalogue_covers_every_checked_policy_with_every_weakening() -> None:
     entries = catalogue()
@@ -21,13 +26,17 @@ def test_catalogue_covers_every_checked_policy_with_every_weakening() -> None:
     assert len(ts) == 4 * len(WEAKENINGS[:5]) == 20
     eliminations = [m for m, _ in entries if m.policy.endswith("DPElimination")]
     assert len(eliminations) == 3 * 4  # no context clip: the actions are public
+    counts = Counter(m.policy for m, _ in entries)
+    for policy in ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
+                   "AdaPrivate-UCB", *ZCDP_LINEAR):
+        assert counts[policy] == len(WEAKENINGS[:5]) == 5
     assert mutation_named("AdaPrivate-TS: noise × 0.1") == Mutation("AdaPrivate-TS",
                                                                      "noise × 0.1")
     with pytest.raises(ConfigError, match="mutation 'x' is not allowed; allowed: "):
         mutation_named("x")
 
 
-@pytest.mark.parametrize("policy", ["AdaPrivate-TS", "AdaPrivate-TS-Amp"])
+@pytest.mark.parametrize("policy", ["AdaPrivate-TS", "AdaPrivate-TS-Amp", *ZCDP_LINEAR])
 def test_every_weakening_is_caught_naming_the_release(policy: str) -> None:
     results = run_mutations([policy])
     assert [r.weakening for r in results] == list(WEAKENINGS[:5])

@@ -10,6 +10,7 @@ import pytest
 
 from dpbandits.audit.release_checks import (
     CASES,
+    ZCDP_LINEAR_CASES,
     changed_violations,
     check_case,
     ledger_violations,
@@ -66,7 +67,10 @@ def test_noise_with_a_tenth_of_the_stated_scale_is_caught_and_honest_noise_passe
     assert noise_violations("p", weak[:6]) == []  # 18 coordinates: too few to test
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.policy.startswith("AdaPrivate")],
+TS_FAMILY = ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive", "AdaPrivate-UCB")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.policy in TS_FAMILY],
                          ids=lambda c: c.policy)
 def test_the_ts_family_passes_its_release_checks(case) -> None:
     report = check_case(case, "strict", seeds=1)
@@ -108,3 +112,29 @@ def test_shuffle_glm_passes_its_release_checks(mode: str) -> None:
     assert report.violations == []
     assert report.pairs == 40
     assert report.releases == (4 * 40 if mode == "strict" else 4 * 32 + 10)
+
+
+def test_a_merged_entry_prices_each_of_its_releases() -> None:
+    """An entry of `count` releases states the smallest σ and the largest ρ drawn: it prices a
+    release drawn at a larger σ, not one drawn at a smaller σ or costing more than it states."""
+    ledger = PrivacyLedger(100.0, 1e-5)
+    entry = ledger.add("gaussian", "s", sensitivity=1.0, noise_scale=2.0, count=2,
+                       rho=gaussian_rho(Drawn("gaussian", 2.0, 1.0)))
+    assert ledger_violations("p", [record([0.0], entry=entry, scale=3.0)], ledger) == []
+    (line,) = ledger_violations("p", [record([0.0], entry=entry, scale=1.5)], ledger)
+    assert "release 's' #0" in line and "drawn at 1.5" in line
+    (line,) = ledger_violations("p", [record([0.0], entry=entry, scale=3.0, sensitivity=2.0)],
+                                ledger)
+    assert "costs 0.222" in line
+
+
+@pytest.mark.parametrize("case", ZCDP_LINEAR_CASES, ids=lambda c: c.policy)
+def test_the_zcdp_linear_baselines_pass_their_release_checks_in_both_modes(case) -> None:
+    """Every fourth user, a batch's last and the run's last, in the three reward pairs."""
+    users = len({*range(0, case.horizon, 4), 9, case.horizon - 1})
+    for mode in ("strict", "paper"):
+        report = check_case(case, mode, seeds=1)
+        assert report.violations == []
+        assert report.pairs == 3 * users and report.releases >= 5 * report.pairs
+        if case.policy == "DGS-LinUCB":  # θ̂ every round
+            assert report.releases == case.horizon * report.pairs

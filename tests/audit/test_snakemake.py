@@ -38,6 +38,7 @@ def test_audit_target_passes_with_its_controls_caught(tmp_path: Path) -> None:
     assert f"Mutation score of the release checks: {total} / {total} weakenings caught" in md
     cells = ["caught"] * 5 + ["n/a"] * (len(WEAKENINGS) - 5)
     assert f"| AdaPrivate-TS-Amp | {' | '.join(cells)} | 5 / 5 |" in md
+    assert f"| zCDP-Episodic | {' | '.join(cells)} | 5 / 5 |" in md
 
 
 @pytest.mark.parametrize("weaken", ["AdaPrivate-TS: noise × 0.1",

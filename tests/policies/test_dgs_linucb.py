@@ -39,9 +39,11 @@ def test_sigma_follows_lambda_min_every_round_and_ledger_sums_to_rho() -> None:
         pol.update(t, arms[i], env.pull(t, i)[0])
         a += np.outer(arms[i], arms[i])
     pol.finish()
-    entry = pol.ledger.entries[0]
-    assert entry.count == 120 and entry.rho * entry.count == pytest.approx(rho, rel=1e-12)
-    assert pol.ledger.spent()[0] == pytest.approx(2.0, rel=1e-9)
+    # one entry: the 120 releases at the largest ρ drawn of any, Δ'²/(2σ'²) ≤ ρ/T on the grid
+    (entry,) = pol.ledger.entries
+    assert entry.count == 120 and entry.rho * entry.count <= rho
+    assert entry.rho * entry.count == pytest.approx(rho, rel=1e-5)
+    assert pol.ledger.spent()[0] == pytest.approx(2.0, rel=1e-5) and pol.ledger.spent()[0] <= 2
 
 
 def test_without_noise_it_is_linucb() -> None:

@@ -222,3 +222,67 @@ def test_a_vector_sum_is_drawn_by_its_protocol_and_priced_from_the_b_drawn() -> 
     with pytest.raises(ConfigError, match="sampler"):
         release(None, None, users.sum(axis=0), name="v", mechanism="vector-sum",
                 sensitivity=2.0, scale=math.nan)
+
+
+def test_merged_releases_share_one_entry_at_the_largest_cost_drawn() -> None:
+    """`merge`: a run of releases of one name is one entry of `count` releases, at the largest
+    ρ drawn of any, the smallest σ and the largest Δ (so count·ρ ≥ the sum); another name or
+    partition starts a new entry."""
+    ledger = PrivacyLedger(100.0, 1e-5)
+    noise = NumpyNoise(np.random.default_rng(0))
+    for sensitivity, scale in [(1.0, 2.0), (0.5, 4.0), (2.0, 3.0)]:
+        release(noise, ledger, STAT, name="theta", mechanism="gaussian",
+                sensitivity=sensitivity, scale=scale, merge=True)
+    (entry,) = ledger.entries
+    assert (entry.count, entry.noise_scale, entry.sensitivity) == (3, 2.0, 2.0)
+    assert entry.rho == max(1 / 8, 0.25 / 32, 4 / 18)
+    release(noise, ledger, STAT, name="other", mechanism="gaussian", sensitivity=1.0,
+            scale=2.0, merge=True)
+    release(noise, ledger, STAT, name="other", mechanism="gaussian", sensitivity=1.0,
+            scale=2.0, partition="p", merge=True)
+    assert [e.count for e in ledger.entries] == [3, 1, 1]
+
+
+def _run_zcdp(name: str, accounting: str, refuse_floats: bool = True) -> list:
+    """The releases of a 40-round run of a zCDP linear baseline (d = 2, so that episodes
+    end), its noise generator refusing float draws."""
+    info = ProblemInfo("linear", 2, 3, 40, 1.0)
+    pol = make_policy(name, info, np.random.default_rng(0), epsilon=1.0, delta=1e-5,
+                      accounting=accounting)
+    if refuse_floats:
+        pol.noise.rng = pol.noise_rng = NoFloatNoise(pol.noise_rng.bit_generator)
+    g = np.random.default_rng(1)
+    with recording() as recorder:
+        for t in range(40):
+            arms = pol.prepare_arms(g.standard_normal((3, 2)))
+            i = pol.select(t, arms)
+            pol.update(t, arms[i], float(g.random()))
+    return recorder.records
+
+
+@pytest.mark.parametrize("name", ["DGS-LinUCB", "zCDP-Episodic", "RarelySwitching-zCDP",
+                                  "AdaC-OFUL-zCDP"])
+def test_strict_zcdp_baselines_draw_no_float_noise_and_release_on_the_exact_grid(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One exact call per release (zCDP-Episodic: its noise rows come in blocks, at most one
+    call per release); paper runs draw floats and release off the grid (the control)."""
+    calls = [0]
+    counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
+                                  for k in dir(exact_noise._exact) if not k.startswith("__")})
+    sampler = counting.discrete_gaussian
+
+    def count(*args):
+        calls[0] += 1
+        return sampler(*args)
+
+    counting.discrete_gaussian = count
+    monkeypatch.setattr(exact_noise, "_exact", counting)
+    records = _run_zcdp(name, "strict")
+    assert len(records) >= 3 and _on_grid(records)
+    if name == "zCDP-Episodic":
+        assert 1 <= calls[0] <= len(records)
+    else:
+        assert calls[0] == len(records)
+    with pytest.raises(AssertionError, match="float noise drawn"):
+        _run_zcdp(name, "paper")
+    assert not _on_grid(_run_zcdp(name, "paper", refuse_floats=False))

@@ -21,7 +21,14 @@ from dpbandits.atomic import write_text_atomic
 from dpbandits.audit.release_checks import CASES, CheckReport, PolicyCase, check_case
 from dpbandits.errors import ConfigError
 from dpbandits.jit import python_function
-from dpbandits.policies import adaprivate, elimination, linear_core, shuffle_glm
+from dpbandits.policies import (
+    adaprivate,
+    dgs_linucb,
+    elimination,
+    episodic_zcdp,
+    linear_core,
+    shuffle_glm,
+)
 from dpbandits.privacy import release, shuffle_gd, vector_sum
 
 WEAKENINGS = ("noise × 0.1", "reward clip removed", "context clip removed",
@@ -60,6 +67,21 @@ def _context_clip_removed() -> Iterator[None]:
 def _sensitivity_tenth() -> Iterator[None]:
     """The reward's sensitivity declared ÷ 10 and the noise calibrated for it."""
     with mock.patch.object(adaprivate.BatchedPrivatePolicy, "REWARD_SENSITIVITY", 0.1):
+        yield
+
+
+@contextmanager
+def _dgs_sensitivity_tenth() -> Iterator[None]:
+    """DGS-LinUCB's Δ_t = 1/λ_min(A_t) declared ÷ 10 and σ_t calibrated for it."""
+    with mock.patch.object(dgs_linucb.DGSLinUCB, "REWARD_SENSITIVITY", 0.1):
+        yield
+
+
+@contextmanager
+def _episode_sensitivity_tenth() -> Iterator[None]:
+    """The episodic releases' Δ (1/λ_min(A^(ℓ)) of θ̂, 1 of a b increment) declared ÷ 10 and
+    σ calibrated for it."""
+    with mock.patch.object(episodic_zcdp._EpisodeBase, "REWARD_SENSITIVITY", 0.1):
         yield
 
 
@@ -199,6 +221,11 @@ PATCHES["Shuffle-GLM"] = {
     "gradient clip removed": _gradient_clip_removed,
     "gradient ledger from the plan": _gradient_ledger_from_plan,
 }
+# The zCDP linear baselines: the TS family's patches (they share `calibrate_release`, the clips
+# and `release.draw`) and their own declared sensitivities.
+PATCHES["DGS-LinUCB"] = {**TS_FAMILY_PATCHES, "sensitivity ÷ 10": _dgs_sensitivity_tenth}
+PATCHES.update({policy: {**TS_FAMILY_PATCHES, "sensitivity ÷ 10": _episode_sensitivity_tenth}
+                for policy in ("zCDP-Episodic", "RarelySwitching-zCDP", "AdaC-OFUL-zCDP")})
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,10 @@ def ledger_violations(where: str, records: list[ReleaseRecord],
                 else vector_sum_cost(drawn)["epsilon"] if drawn.mechanism == "vector-sum"
                 else laplace_epsilon(drawn))
         stated = entry.rho if entry.rho is not None else entry.epsilon
-        priced = entry.noise_scale == drawn.scale and drawn.sensitivity >= r.sensitivity
+        # an entry of `count` merged releases states the smallest scale drawn of any
+        scaled = (entry.noise_scale == drawn.scale if entry.count == 1
+                  else entry.noise_scale <= drawn.scale)
+        priced = scaled and drawn.sensitivity >= r.sensitivity
         # a plain Gaussian or Laplace release, or a vector sum (N of them cost at least one)
         if entry.mechanism == drawn.mechanism or drawn.mechanism == "vector-sum":
             priced = priced and stated is not None and stated >= need * (1 - ROUNDING)
@@ -225,6 +228,18 @@ CASES: tuple[PolicyCase, ...] = (
     # Shuffle-GLM: a user's context and reward (docs/glm.md, "Algorithm 1").
     release_cases_batched.shuffle_glm_case(),
 )
+
+# The zCDP linear baselines claim reward privacy only too (docs/ts.md, "Setting and privacy
+# model"). zCDP-Episodic's θ̂ releases see an unclipped arm x only in episodes with
+# λ_min(A^(ℓ)) > 4 (x enters A^(ℓ) as well: ‖(A^(ℓ))⁻¹x‖ ≤ 1/(2√λ_min)), which d = 2 and
+# T = 80 reach (docs/audits.md, "Release checks").
+ZCDP_LINEAR_CASES: tuple[PolicyCase, ...] = (
+    PolicyCase("DGS-LinUCB", {}, ("reward",)),
+    PolicyCase("zCDP-Episodic", {}, ("reward",), d=2, horizon=80),
+    PolicyCase("RarelySwitching-zCDP", {}, ("reward",)),
+    PolicyCase("AdaC-OFUL-zCDP", {}, ("reward",)),
+)
+CASES += ZCDP_LINEAR_CASES
 
 
 @dataclass

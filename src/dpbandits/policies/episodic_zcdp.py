@@ -10,7 +10,8 @@ ln det A_t − ln det A_τ (matrix determinant lemma, Σ ln(1 + ‖x_s‖²_{A_�
 above the rounding of either side) is below ln(1 + C); the switch times are those of testing
 every round. On pre-drawn tables the rounds between switches are compiled; zCDP-Episodic's
 compiled rounds also make the switches whose noise scale is known and whose noise row is drawn
-(`NoiseRows`), and the policy records them.
+(`NoiseRows`); the policy then makes each of those releases through `privacy.release.release`
+with the row the loop used (the same value, checked), which writes its ledger entry.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 
 from dpbandits.audit.spec import PolicyAudit, reward_audit
 from dpbandits.contract import OutcomeTables, ProblemInfo
+from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
 from dpbandits.linalg import (
     add_outer,
@@ -46,7 +48,9 @@ from dpbandits.policies.linear_core import (
 )
 from dpbandits.policies.tables import pull
 from dpbandits.privacy.clipping import clip_reward
+from dpbandits.privacy.exact_noise import Noise
 from dpbandits.privacy.grid import noisy_into
+from dpbandits.privacy.release import recording_active, release
 from dpbandits.privacy.zcdp import gaussian_sigma
 
 MEMO_SLOTS = 512  # episode estimates remembered (emptied when half full)
@@ -73,6 +77,48 @@ def episode_memo(d: int) -> EpisodeMemo:
                        np.zeros(MEMO_SLOTS, dtype=np.int64), np.zeros((MEMO_SLOTS, d)),
                        np.zeros((MEMO_SLOTS, 5)), np.zeros(1, dtype=np.int64),
                        np.full(5, np.nan))
+
+
+class RowsNoise:
+    """The policy's `Noise` drawing its Gaussian rows from `NoiseRows` (for `release`): a
+    release at σ takes the next row of the rows' integer scale σ_Z of σ (exact: snap(v, γ) + γ·z,
+    CKS 2020, Thm 4) or of standard normals (continuous: v + σ·z), the draws the rows hold."""
+
+    def __init__(self, noise: Noise, rows: NoiseRows) -> None:
+        self.noise, self.rows = noise, rows
+        self.exact = noise.exact
+        self.last: tuple[float, float, float, int] = (math.nan, 0.0, 0.0, 0)  # σ, γ, σ', σ_Z
+
+    def scales(self, sigma: float) -> tuple[float, float, float, int]:
+        """(σ, γ, σ' = γ·σ_Z, σ_Z) of σ, the last one remembered (one σ repeats in a run)."""
+        if sigma != self.last[0]:
+            if self.exact:
+                s, gamma = self.noise.integer_sigma(sigma)  # type: ignore[attr-defined]
+                self.last = (sigma, gamma, self.noise.effective_sigma(sigma), s)
+            else:
+                self.last = (sigma, 0.0, float(sigma), 0)
+        return self.last
+
+    def grid(self, sigma: float) -> float:
+        """The grid γ of σ (`Noise.grid`)."""
+        return self.scales(sigma)[1]
+
+    def effective_sigma(self, sigma: float) -> float:
+        """The σ' the rows are drawn at (`Noise.effective_sigma`)."""
+        return self.scales(sigma)[2]
+
+    def release(self, value: np.ndarray, sigma: float) -> np.ndarray:
+        """snap(value, γ) + γ·z, z the next row of integer scale σ_Z = ⌈σ/γ⌉ (`noisy_into`)."""
+        _, gamma, _, s = self.scales(sigma)
+        out = np.array(value, dtype=float)
+        noisy_into(out, gamma, gamma, self.rows.take(s), out)
+        return out
+
+    def gaussian(self, sigma: float, size: tuple[int, ...]) -> np.ndarray:
+        """σ·z, z the next row of standard normals."""
+        if tuple(size) != (self.rows.d,):
+            raise ConfigError(f"size = {size!r} is not allowed; must be ({self.rows.d},)")
+        return sigma * self.rows.take(0)
 
 
 @jit
@@ -185,8 +231,9 @@ def episodic_rounds(A: np.ndarray, factor: np.ndarray, A_ep: np.ndarray, b_ep: n
     """Rounds t, t + 1, … of zCDP-Episodic on pre-drawn tables. A switch is due before a round
     when the episode has data and ln det A_t − ln det A_τ > ln c; it is made here when the
     episode's σ is known and the noise rows have its scale and one left, each filling a row
-    (round, rewards, Δ, σ) of `records`; otherwise the call returns before the round, for the
-    policy's `switch`. (next round, in_episode, ln det A_τ, switches made, switch due)."""
+    (round, rewards, 1/λ_min, σ, θ̂^(ℓ)) of `records`; otherwise the call returns before the
+    round, for the policy's `switch`. (next round, in_episode, ln det A_τ, switches made,
+    switch due)."""
     made = 0
     for u in range(t, tables.arms.shape[0]):
         if not cholesky_into(A, factor):
@@ -205,6 +252,7 @@ def episodic_rounds(A: np.ndarray, factor: np.ndarray, A_ep: np.ndarray, b_ep: n
                 records[made, 1] = in_episode
                 records[made, 2] = values[DELTA]
                 records[made, 3] = values[SIGMA]
+                records[made, 4:] = memo.theta[slot]
                 made += 1
                 log_det_tau = current
                 in_episode = 0
@@ -282,6 +330,9 @@ def switching_rounds(A: np.ndarray, s: np.ndarray, factor_tau: np.ndarray, theta
 
 class _EpisodeBase(ZCDPMixin, LinearPolicy):
     private = True
+    # |r − r'| ≤ 1 for clipped rewards: the reward's share of every sensitivity (docs/ts.md)
+    REWARD_SENSITIVITY: ClassVar[float] = 1.0
+    release_name: ClassVar[str] = ""
 
     def __init__(self, problem: ProblemInfo, rng: np.random.Generator, **kwargs: Any) -> None:
         super().__init__(problem, rng, **kwargs)
@@ -338,6 +389,8 @@ class ZCDPEpisodic(_EpisodeBase):
     Δ_θ = 1/λ_min(A^(ℓ)) and σ_θ = Δ_θ/√(2ρ); act with xᵀθ̃ + α‖x‖_{A_t⁻¹}.
     """
 
+    release_name = "theta-hat of one episode"
+
     name = "zCDP-Episodic"
     plays_tables = True
     decision_rule = staticmethod(episodic_arm)
@@ -362,6 +415,7 @@ class ZCDPEpisodic(_EpisodeBase):
         self.memo = episode_memo(d)
         self.eigen_work = (np.empty((d, d)), np.empty(d), np.empty(d))
         self.noise_rows = NoiseRows(self.noise, d)
+        self.rows_noise = RowsNoise(self.noise, self.noise_rows)
 
     def choose(self, t: int, arms: np.ndarray) -> int:
         self.switch_if_due(t)
@@ -383,7 +437,7 @@ class ZCDPEpisodic(_EpisodeBase):
         slot = episode_entry(self.memo, self.A_ep, self.b_ep, *self.eigen_work)
         values = self.memo.values[slot]
         if np.isnan(values[SIGMA]):
-            sensitivity = float(values[DELTA])
+            sensitivity = self.REWARD_SENSITIVITY * float(values[DELTA])
             sigma = self.calibrate_release(gaussian_sigma(sensitivity, self.rho), sensitivity)
             if not self.noise.exact:
                 scale, grid, rows = sigma, 0.0, 0
@@ -400,34 +454,51 @@ class ZCDPEpisodic(_EpisodeBase):
         """Release the ended episode's noisy estimate and forget its data."""
         slot = self.episode_estimate()
         values = self.memo.values[slot]
-        z = self.noise_rows.take(int(values[ROWS]))
-        self.theta_tilde = np.empty(self.d)
-        episode_release(self.memo, slot, z, self.theta_tilde)
-        self.record_switch(t, self.in_episode, float(values[DELTA]), float(values[SIGMA]))
+        sensitivity = self.REWARD_SENSITIVITY * float(values[DELTA])
+        self.theta_tilde = self.release_episode(t, self.memo.theta[slot], sensitivity,
+                                                float(values[SIGMA]))
+        self.record_switch(t, self.in_episode, sensitivity, float(values[SIGMA]))
         self.in_episode = 0
         start_episode(self.A_ep, self.b_ep, self.A_start, self.b_start)
 
+    def release_episode(self, t: int, theta_hat: np.ndarray, sensitivity: float,
+                        sigma: float) -> np.ndarray:
+        """θ̃ = θ̂^(ℓ) + N(0, σ_θ²I) at round t, Δ_θ = 1/λ_min(A^(ℓ)) (docs/ts.md,
+        "zCDP-Episodic"), its noise the next row of `noise_rows`; the ledger prices it."""
+        return release(self.rows_noise, self.ledger, theta_hat, name=self.release_name,
+                       mechanism="gaussian", sensitivity=sensitivity, scale=sigma,
+                       partition=f"episode {len(self.switches) + 1}",
+                       note=f"released at round {t + 1}; sensitivity 1/lambda_min(A_episode), "
+                            "sigma = sensitivity/sqrt(2 rho); the episode's data are then "
+                            "forgotten")
+
     def compiled_rounds(self, tables: OutcomeTables, t: int) -> int:
+        """The compiled rounds; each switch they made is then released by `release_episode`
+        with the noise row the loop used (the same θ̃, checked). Under `recording()` every
+        switch is left to `switch`, so that a replayed value is the one acted on."""
         rows = self.noise_rows
-        records = np.empty((len(tables.chosen) - t, 4))
+        start = int(rows.cursor[0])
+        scale = math.nan if recording_active() else rows.scale
+        records = np.empty((len(tables.chosen) - t, 4 + self.d))
         t, self.in_episode, self.log_det_tau, made, _ = episodic_rounds(
             self.A, self.factor_work, self.A_ep, self.b_ep, self.A_start, self.b_start,
             self.theta_tilde, self.alpha, self.log_c, self.in_episode, self.log_det_tau,
-            self.memo, *self.eigen_work, rows.rows, rows.cursor, rows.scale, records, tables, t)
-        for switch_round, rewards, sensitivity, sigma in records[:made].tolist():
-            self.record_switch(int(switch_round), int(rewards), sensitivity, sigma)
+            self.memo, *self.eigen_work, rows.rows, rows.cursor, scale, records, tables, t)
+        rows.cursor[0] = start  # the rows the loop used, taken again by the releases
+        released = self.theta_tilde
+        for row in records[:made]:
+            sensitivity, sigma = self.REWARD_SENSITIVITY * float(row[2]), float(row[3])
+            released = self.release_episode(int(row[0]), row[4:], sensitivity, sigma)
+            self.record_switch(int(row[0]), int(row[1]), sensitivity, sigma)
+        if not np.array_equal(released, self.theta_tilde):
+            raise RuntimeError(f"round {t}: the compiled rounds acted on another estimate "
+                               "than the one released")
         return t
 
     def record_switch(self, t: int, rewards: int, sensitivity: float, sigma: float) -> None:
-        """The ledger entry and the records of the release at round t (`switch`, or the
-        compiled rounds' own) of an episode of `rewards` rewards."""
+        """The records of the release at round t (`switch`, or the compiled rounds' own) of an
+        episode of `rewards` rewards."""
         self.sensitivities.append(sensitivity)
-        episode = len(self.switches) + 1
-        self.ledger.add("gaussian", "theta-hat of one episode", sensitivity=sensitivity,
-                        noise_scale=sigma, rho=self.rho, partition=f"episode {episode}",
-                        note=f"released at round {t + 1}; sensitivity 1/lambda_min(A_episode), "
-                             "sigma = sensitivity/sqrt(2 rho); the episode's data are then "
-                             "forgotten")
         self.switches.append(t)
         self.release_rewards.append(rewards)
         self.sigmas.append(sigma)
@@ -452,6 +523,8 @@ class ZCDPEpisodic(_EpisodeBase):
 class _SwitchingIncrement(_EpisodeBase):
     """Noisy b increments at switches ln det A_t − ln det A_τ > ln(1 + C); frozen policy."""
 
+    release_name = "b episode increment"
+
     parameters: ClassVar[Declaration] = (
         *LinearPolicy.parameters, ALPHA,
         number("C", 1.0, "switch when ln det A_t − ln det A_τ > ln(1 + C)", gt=0),
@@ -460,7 +533,8 @@ class _SwitchingIncrement(_EpisodeBase):
 
     def episode_setup(self) -> None:
         self.log_c = math.log1p(float(self.params["C"]))
-        self.sigma = self.calibrate_release(gaussian_sigma(1.0, self.rho), 1.0)
+        self.sigma = self.calibrate_release(gaussian_sigma(self.REWARD_SENSITIVITY, self.rho),
+                                            self.REWARD_SENSITIVITY)
         self.s = np.zeros(self.d)
         self.factor_tau = self.factor()
         self.theta_tilde = cho_solve(self.factor_tau, self.b)
@@ -508,15 +582,13 @@ class _SwitchingIncrement(_EpisodeBase):
         return t
 
     def switch(self, t: int, factor: np.ndarray) -> None:
-        """b ← b + Σ_{episode} r x + N(0, σ²I); A_τ ← A_t; θ̃ = A_τ⁻¹b."""
-        if self.noise.exact:
-            self.b = self.b + self.gaussian_release(self.s, self.sigma)
-        else:
-            self.b = self.b + self.s + self.sigma * self.noise_rng.standard_normal(self.d)
-        episode = len(self.switches) + 1
-        self.ledger.add("gaussian", "b episode increment", sensitivity=1.0,
-                        noise_scale=self.sigma, rho=self.rho, partition=f"episode {episode}",
-                        note=f"rounds {self.tau + 1}-{t}; each reward is in one increment")
+        """b ← b + Σ_{episode} r x + N(0, σ²I), Δ = 1 (‖r·x‖ ≤ 1, docs/ts.md); A_τ ← A_t;
+        θ̃ = A_τ⁻¹b."""
+        self.b = self.b + release(
+            self.noise, self.ledger, self.s, name=self.release_name, mechanism="gaussian",
+            sensitivity=self.REWARD_SENSITIVITY, scale=self.sigma,
+            partition=f"episode {len(self.switches) + 1}",
+            note=f"rounds {self.tau + 1}-{t}; each reward is in one increment")
         self.switches.append(t)
         self.release_rewards.append(self.in_episode)
         self.tau = t

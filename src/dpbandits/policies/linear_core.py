@@ -27,6 +27,7 @@ from dpbandits.privacy.exact_noise import (
     inflate_for_snapping,
     noise_for,
 )
+from dpbandits.privacy.release import draw
 from dpbandits.privacy.zcdp import rho_from_epsilon, rho_from_epsilon_tight
 
 ZCDP_CONVERSIONS = ("classic", "tight")
@@ -188,13 +189,10 @@ class LinearPolicy(Policy):
         return cho_solve(self.factor(), self.b)
 
     def gaussian_release(self, value: np.ndarray, sigma: float) -> np.ndarray:
-        """value + noise of scale σ: exact discrete noise on the snapped value (strict) or
-        numpy's σ·N(0, I) (paper); σ must come from `calibrate_release` in strict mode."""
-        if self.noise.exact:
-            if sigma == 0:  # no noise at all (limit checks)
-                return np.asarray(value, dtype=float)
-            return self.noise.release(value, sigma)
-        return value + sigma * self.noise_rng.standard_normal(np.shape(value))
+        """value + noise of scale σ, drawn as the policies' releases draw it (`release.draw`):
+        exact discrete noise on the snapped value (strict) or numpy's σ·N(0, I) (paper); σ must
+        come from `calibrate_release` in strict mode."""
+        return draw(self.noise, np.array(value, dtype=float), "gaussian", sigma)
 
     def calibrate_release(self, sigma: float, sensitivity: float) -> float:
         """The σ to use for a release calibrated as σ for sensitivity Δ with continuous noise:

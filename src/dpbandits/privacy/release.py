@@ -153,18 +153,43 @@ def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> n
     return statistic + noise.laplace(scale, statistic.shape)
 
 
+def merge_entry(ledger: PrivacyLedger, mechanism: str, name: str, sensitivity: float,
+                drawn: Drawn, partition: str, note: str, costs: dict[str, float]) -> LedgerEntry:
+    """One more release into the ledger's last entry when it is of the same name, mechanism
+    and partition, else a new entry: `count` releases composed sequentially at the largest
+    cost of any (≥ their sum), with the smallest scale and the largest sensitivity of any."""
+    last = ledger.entries[-1] if ledger.entries else None
+    if (last is None or last.component != name or last.mechanism != mechanism
+            or last.partition != partition):
+        return ledger.add(mechanism, name, sensitivity=sensitivity, noise_scale=drawn.scale,
+                          partition=partition, note=note, **costs)
+    last.count += 1
+    last.sensitivity = max(last.sensitivity, sensitivity)
+    last.noise_scale = min(last.noise_scale, drawn.scale)
+    for key, value in costs.items():
+        setattr(last, key, max(getattr(last, key) or 0.0, value))
+    return last
+
+
+def recording_active() -> bool:
+    """Whether a `recording()` block is open (its releases are kept or replayed)."""
+    return bool(_ACTIVE)
+
+
 def release(noise: Noise | None, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
             mechanism: str, sensitivity: float, scale: float,
             partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
             cost: Callable[[Drawn], dict[str, float]] = drawn_cost,
             changed: int | None = None,
-            sample: Callable[[], tuple[np.ndarray, Any]] | None = None) -> np.ndarray:
+            sample: Callable[[], tuple[np.ndarray, Any]] | None = None,
+            merge: bool = False) -> np.ndarray:
     """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
     the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn.
     `changed`: a neighbour moves at most that many coordinates (one user's sum or report), so
     snapping adds γ per changed coordinate only. A vector sum (CJMP P_vec) is drawn from the
     users' own vectors by `sample`, which returns (output, protocol parameters drawn);
-    `statistic` is then the exact sum it estimates and `scale` is not used."""
+    `statistic` is then the exact sum it estimates and `scale` is not used. With `merge`, one
+    ledger entry for a run of releases of one name (`merge_entry`)."""
     if mechanism not in MECHANISMS:
         raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
                           f"{', '.join(MECHANISMS)}")
@@ -180,7 +205,10 @@ def release(noise: Noise | None, ledger: PrivacyLedger | None, statistic: Any, *
         drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(dim, 1))
         released = draw(noise, value, mechanism, scale)
     entry = None
-    if ledger is not None:
+    if ledger is not None and merge:
+        entry = merge_entry(ledger, ledger_mechanism or mechanism, name, float(sensitivity),
+                            drawn, partition, note, cost(drawn))
+    elif ledger is not None:
         entry = ledger.add(ledger_mechanism or mechanism, name, sensitivity=float(sensitivity),
                            noise_scale=drawn.scale, partition=partition, note=note,
                            **cost(drawn))
