@@ -32,7 +32,7 @@ def test_audit_target_passes_with_its_controls_caught(tmp_path: Path) -> None:
     checks = (tmp_path / SMOKE_RESULTS / "audit" / "release_checks.txt").read_text()
     assert "0 violation(s)" in checks
     md = (tmp_path / SMOKE_PAPER / "tables" / "privacy_audit.md").read_text()
-    assert "Mutation score of the release checks: 20 / 20 weakenings caught" in md
+    assert "Mutation score of the release checks: 30 / 30 weakenings caught" in md
     assert "| AdaPrivate-TS-Amp | caught | caught | caught | caught | caught | 5 / 5 |" in md
 
 

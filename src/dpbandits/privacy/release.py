@@ -7,6 +7,12 @@ the sampler used and the sensitivity the snapped release has (never from a plan)
 `recording()`, keeps the pre-noise statistic for the release checks (docs/audits.md,
 "Release checks"). A recording that replays another run's released values returns those
 instead of the fresh draws, so that a neighbouring run sees the same outputs as the first.
+
+A mechanism that draws its noise ahead with its own sampler (a tree's node noise, drawn when
+the tree is built; a fit's gradient noise, drawn before its steps) passes it as `noise_drawn`:
+nothing is drawn here, the release is statistic + that noise, recorded alike. `rows=True`
+releases each row of the statistic as a release of its own (one record each, one ledger entry
+for all), and `replay_ahead` hands a compiled loop the values it will be replayed.
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class ReleaseRecord:
     norm: str
     drawn: Drawn
     entry: LedgerEntry | None
+    freedom: int = 0  # independent noise coordinates (0: every coordinate of the statistic)
 
 
 @dataclass
@@ -69,6 +76,16 @@ class ReleaseRecorder:
                               f"the run replayed ({len(self.replay)} releases)")
         return np.array(self.replay[record.index].released, dtype=float)
 
+    def ahead(self, count: int) -> list[np.ndarray] | None:
+        """The next `count` values the replay will hand back (None when not replaying)."""
+        if self.replay is None:
+            return None
+        start = len(self.records)
+        if start + count > len(self.replay):
+            raise ConfigError(f"releases {start}…{start + count - 1} have no counterpart in "
+                              f"the run replayed ({len(self.replay)} releases)")
+        return [np.array(r.released, dtype=float) for r in self.replay[start:start + count]]
+
 
 _ACTIVE: list[ReleaseRecorder] = []
 
@@ -82,6 +99,25 @@ def recording(replay: Sequence[ReleaseRecord] | None = None) -> Iterator[Release
         yield recorder
     finally:
         _ACTIVE.remove(recorder)
+
+
+def recording_active() -> bool:
+    """Whether releases are being recorded (audit mode)."""
+    return bool(_ACTIVE)
+
+
+def replaying() -> bool:
+    """Whether the releases being recorded hand back another run's values."""
+    return bool(_ACTIVE) and _ACTIVE[-1].replay is not None
+
+
+def replay_ahead(count: int) -> np.ndarray | None:
+    """The values the next `count` releases will be replayed, stacked (None when not
+    replaying): what a compiled loop that makes them uses in place of its own."""
+    if not _ACTIVE:
+        return None
+    values = _ACTIVE[-1].ahead(count)
+    return None if values is None else np.array(values, dtype=float)
 
 
 def drawn_for(noise: Noise, mechanism: str, scale: float, sensitivity: float,
@@ -131,16 +167,27 @@ def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> n
 def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
             mechanism: str, sensitivity: float, scale: float,
             partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
-            cost: Callable[[Drawn], dict[str, float]] = drawn_cost) -> np.ndarray:
+            cost: Callable[[Drawn], dict[str, float]] = drawn_cost,
+            noise_drawn: np.ndarray | None = None, rows: bool = False, freedom: int = 0,
+            entry: LedgerEntry | None = None) -> np.ndarray:
     """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
-    the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn."""
+    the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn.
+
+    `noise_drawn`: the noise the mechanism's own sampler drew ahead at `scale` (added, nothing
+    drawn here). `rows`: every row of the statistic is a release of its own. `freedom`: the
+    independent noise coordinates of one release when fewer than its size (a symmetric
+    matrix's d(d + 1)/2). `entry`: the ledger entry that already prices the release (a tree's,
+    written when it was built); else one is written to `ledger` (if given)."""
     if mechanism not in MECHANISMS:
         raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
                           f"{', '.join(MECHANISMS)}")
     value = np.array(statistic, dtype=float)
-    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(value.size, 1))
-    released = draw(noise, value, mechanism, scale)
-    entry = None
+    size = value[0].size if rows and len(value) else value.size
+    drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(freedom or size, 1))
+    if noise_drawn is None:
+        released = draw(noise, value, mechanism, scale)
+    else:
+        released = value + noise_drawn
     if ledger is not None:
         entry = ledger.add(ledger_mechanism or mechanism, name, sensitivity=float(sensitivity),
                            noise_scale=drawn.scale, partition=partition, note=note,
@@ -148,7 +195,14 @@ def release(noise: Noise, ledger: PrivacyLedger | None, statistic: Any, *, name:
     if not _ACTIVE:
         return released
     recorder = _ACTIVE[-1]
-    return recorder.capture(ReleaseRecord(
-        index=len(recorder.records), name=name, partition=partition, statistic=value,
-        released=released, sensitivity=float(sensitivity), norm=NORMS[mechanism],
-        drawn=drawn, entry=entry))
+
+    def capture(stat: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return recorder.capture(ReleaseRecord(
+            index=len(recorder.records), name=name, partition=partition, statistic=stat,
+            released=out, sensitivity=float(sensitivity), norm=NORMS[mechanism],
+            drawn=drawn, entry=entry, freedom=freedom))
+
+    if not rows:
+        return capture(value, released)
+    return np.array([capture(a, b) for a, b in zip(value, released, strict=True)],
+                    dtype=float).reshape(released.shape)
