@@ -325,8 +325,11 @@ def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, l
         sigma = grad_sd / (2.0 * clip)
         count = float(source.snap(float(n), count_sd))
         count_noise = float(source.gaussian(count_sd))
-    noisy_n = float(release(source, None, count, name=f"{name}: count", mechanism="gaussian",
-                            sensitivity=count_sens, scale=count_sd, noise_drawn=count_noise))
+    noisy_n = count + count_noise  # recorded (and replayed) in audit mode; its cost is below
+    if recording_active():
+        noisy_n = float(release(source, None, count, name=f"{name}: count",
+                                mechanism="gaussian", sensitivity=count_sens, scale=count_sd,
+                                noise_drawn=count_noise))
     gradient_noise = gradient_draws(source, rng, exact, grad_sd, (steps, d))
     grid = source.grid(grad_sd) if exact else 0.0
     ahead = replay_ahead(steps)
