@@ -44,7 +44,7 @@ JOINT_EVIDENCE = {
     ("Private-GLM", "sensitivity ÷ 10"): "'V-tree node'",
     ("Private-GLM", "ledger from the plan"): "the noise drawn has 0.1",
     ("Private-GLM", "tree-node noise × 0.1"): "'V-tree node': the noise drawn has 0.1",
-    ("Private-GLM", "gradient noise × 0.1"): "'theta_w fits': the noise drawn has 0.1",
+    ("Private-GLM", "gradient noise × 0.1"): "'theta_w fits': the noise drawn has 0.",
     ("JDP-LinUCB", "reward clip removed"): "'tree node' #0",
     ("JDP-LinUCB", "context clip removed"): "'tree node' #0",
     ("JDP-LinUCB", "sensitivity ÷ 10"): "'tree node'",
