@@ -253,7 +253,8 @@ class JDPLinUCB(LinearPolicy):
         """Δ of a node: a user's leaf z zᵀ (‖z‖² ≤ L̃² = 2) moves by ≤ √2·L̃² = 2√2 in
         Frobenius norm (Shariff & Sheffet 2018, Sec. 4.2), plus the grid rounding of exact
         noise (γ per entry of the (d + 1)² leaf)."""
-        return math.sqrt(2.0) * L_TILDE**2 + self.noise.grid(self.tree.sigma_node) * (self.d + 1)
+        leaf = 2.0 * math.sqrt(2.0) * (L_TILDE / math.sqrt(2.0)) ** 2  # 2√2 exactly at L̃ = √2
+        return leaf + self.noise.grid(self.tree.sigma_node) * (self.d + 1)
 
     def noise_block(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """(noises, slots) of the releases at counts start … stop − 1: the distinct nodes of
