@@ -132,3 +132,21 @@ def test_a_replayed_tree_answers_the_first_runs_queries() -> None:
     gaps = [float(np.linalg.norm(a.statistic - b.statistic))
             for a, b in zip(first, second, strict=True)]
     assert gaps[2] > 0 and gaps[3] > 0 and gaps[0] == gaps[1] == 0.0  # leaves 3, 1–4
+
+
+@pytest.mark.parametrize("broken", ["tree replay", "kernel rerun"])
+def test_without_the_tree_replay_the_neighbouring_runs_part_and_the_checks_say_so(
+        broken: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The negative control of the replay: D1's trees not answering with D0's nodes, or
+    Private-GLM's kernel not run again with the replayed noise, lets D1's later users act on
+    other outputs, and fits on other data exceed their sensitivity."""
+    from dpbandits.policies import private_glm
+    from dpbandits.privacy import tree
+
+    if broken == "tree replay":
+        monkeypatch.setattr(tree, "replaying", lambda: False)
+        monkeypatch.setattr(private_glm, "replaying", lambda: False)
+    else:
+        monkeypatch.setattr(private_glm.PrivateGLM, "_snapshot", lambda self: None)
+    report = check_case(JOINT["Private-GLM"], "strict", seeds=1)
+    assert any("release 'theta_w fits'" in v for v in report.violations)
