@@ -30,6 +30,7 @@ def test_catalogue_covers_every_checked_policy_with_every_weakening() -> None:
     for policy in ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive",
                    "AdaPrivate-UCB", *ZCDP_LINEAR):
         assert counts[policy] == len(WEAKENINGS[:5]) == 5
+    assert counts["Private-GLM"] == 6 and counts["JDP-LinUCB"] == 4
     assert mutation_named("AdaPrivate-TS: noise × 0.1") == Mutation("AdaPrivate-TS",
                                                                      "noise × 0.1")
     with pytest.raises(ConfigError, match="mutation 'x' is not allowed; allowed: "):
@@ -82,3 +83,28 @@ def test_every_weakening_of_shuffle_glm_is_caught_naming_the_release() -> None:
     assert "overspent" in by["gradient noise × 0.1"] and "estimate'" in by["gradient noise × 0.1"]
     assert "estimate' #" in by["gradient clip removed"]
     assert "'batch 1 estimate': the noise drawn" in by["gradient ledger from the plan"]
+
+
+# which release each weakening is caught at, and by which check's words
+JOINT_EVIDENCE = {
+    ("Private-GLM", "noise × 0.1"): "overspent",
+    ("Private-GLM", "context clip removed"): "'V-tree node' #0",
+    ("Private-GLM", "sensitivity ÷ 10"): "'V-tree node'",
+    ("Private-GLM", "ledger from the plan"): "the noise drawn has 0.1",
+    ("Private-GLM", "tree-node noise × 0.1"): "'V-tree node': the noise drawn has 0.1",
+    ("Private-GLM", "gradient noise × 0.1"): "'theta_w fits': the noise drawn has 0.",
+    ("JDP-LinUCB", "reward clip removed"): "'tree node' #0",
+    ("JDP-LinUCB", "context clip removed"): "'tree node' #0",
+    ("JDP-LinUCB", "sensitivity ÷ 10"): "'tree node'",
+    ("JDP-LinUCB", "ledger from the plan"): "'tree node': the noise drawn has 0.1",
+}
+
+
+def test_every_weakening_of_the_joint_dp_policies_is_caught_naming_the_release() -> None:
+    results = run_mutations(["Private-GLM", "JDP-LinUCB"])
+    assert {(r.policy, r.weakening) for r in results} == set(JOINT_EVIDENCE)
+    for r in results:
+        assert r.caught and "release '" in r.evidence, r
+        assert JOINT_EVIDENCE[(r.policy, r.weakening)] in r.evidence, r.evidence
+    assert coverage_lines(results)[0].startswith(
+        "Mutation score of the release checks: 10 / 10")

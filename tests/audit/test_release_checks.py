@@ -68,6 +68,7 @@ def test_noise_with_a_tenth_of_the_stated_scale_is_caught_and_honest_noise_passe
 
 
 TS_FAMILY = ("AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-TS-Adaptive", "AdaPrivate-UCB")
+JOINT = {c.policy: c for c in CASES if c.policy in ("Private-GLM", "JDP-LinUCB")}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.policy in TS_FAMILY],
@@ -138,3 +139,81 @@ def test_the_zcdp_linear_baselines_pass_their_release_checks_in_both_modes(case)
         assert report.pairs == 3 * users and report.releases >= 5 * report.pairs
         if case.policy == "DGS-LinUCB":  # θ̂ every round
             assert report.releases == case.horizon * report.pairs
+
+
+@pytest.mark.parametrize("mode", ["strict", "paper"])
+@pytest.mark.parametrize("policy", ["Private-GLM", "JDP-LinUCB"])
+def test_the_joint_dp_policies_pass_their_release_checks(policy: str, mode: str) -> None:
+    """A user's whole record (arms redrawn, of norm 5, rewards out of range) and its reward;
+    paper Private-GLM claims the reward only (its ledger records the breach for contexts)."""
+    report = check_case(JOINT[policy], mode, seeds=1)
+    assert report.violations == []
+    pairs = 24 if (policy, mode) == ("Private-GLM", "paper") else 48
+    assert report.pairs == pairs and len(JOINT[policy].relations) == 2
+
+
+def test_the_private_glm_pairs_run_its_warm_up_fits_and_every_tree_node() -> None:
+    """Criterion I fires in most rounds and the counter triggers the c₁ = 6 θ_w fits: each fit
+    is a noisy count and K = 12 gradient sums, each round a node of the V tree, the H tree (on
+    the other rounds' leaves) and the counter."""
+    case = JOINT["Private-GLM"]
+    fits, h_leaves = [], 0
+    for seed, pair in case.pairs(case, 1)[::12]:
+        records, _ = case.play(case, "strict", *case.instance(case, pair, 0, seed), seed)
+        names = [r.name for r in records]
+        for tree in ("V-tree node", "H-tree node", "warm-up counter node"):
+            assert names.count(tree) == case.horizon
+        fits.append(names.count("theta_w fits: count"))
+        assert names.count("theta_w fits") == 12 * fits[-1]
+        h_leaves += sum(r.name == "H-tree node" and bool(r.statistic.any()) for r in records)
+    assert fits == [6] * 4 and h_leaves > 10, (fits, h_leaves)
+
+
+def test_a_replayed_tree_answers_the_first_runs_queries() -> None:
+    """D1 (another leaf for user 2, the same seed) replaying D0's node releases: every query
+    of its tree is D0's, bit for bit (exact noise), while its node statistics are its own."""
+    from dpbandits.privacy.exact_noise import ExactNoise
+    from dpbandits.privacy.release import recording
+    from dpbandits.privacy.tree import MatrixTree
+
+    def run(other: float, replay=None):
+        rng = np.random.default_rng(3)
+        tree = MatrixTree(8, 2, 0.5, rng, noise=ExactNoise(rng))
+        queries = []
+        with recording(replay) as recorder:
+            for t in range(8):
+                leaf = np.full((2, 2), other if t == 2 else 0.1 * t)
+                tree.update(leaf)
+                tree.release_node(tree.noise, tree.state.prefix, name="node", sensitivity=2.0,
+                                  entry=None)
+                queries.append(tree.query_raw())
+        return recorder.records, queries
+
+    first, q0 = run(0.5)
+    second, q1 = run(-0.5, replay=first)
+    assert [r.partition for r in second] == [r.partition for r in first]
+    assert all(np.array_equal(a, b) for a, b in zip(q0, q1, strict=True))
+    _, alone = run(-0.5)  # not replaying: the same noise, another answer from leaf 3 on
+    same = [np.array_equal(a, b) for a, b in zip(q0, alone, strict=True)]
+    assert same == [True] * 2 + [False] * 6
+    gaps = [float(np.linalg.norm(a.statistic - b.statistic))
+            for a, b in zip(first, second, strict=True)]
+    assert gaps[2] > 0 and gaps[3] > 0 and gaps[0] == gaps[1] == 0.0  # leaves 3, 1–4
+
+
+@pytest.mark.parametrize("broken", ["tree replay", "kernel rerun"])
+def test_without_the_tree_replay_the_neighbouring_runs_part_and_the_checks_say_so(
+        broken: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The negative control of the replay: D1's trees not answering with D0's nodes, or
+    Private-GLM's kernel not run again with the replayed noise, lets D1's later users act on
+    other outputs, and fits on other data exceed their sensitivity."""
+    from dpbandits.policies import private_glm
+    from dpbandits.privacy import tree
+
+    if broken == "tree replay":
+        monkeypatch.setattr(tree, "replaying", lambda: False)
+        monkeypatch.setattr(private_glm, "replaying", lambda: False)
+    else:
+        monkeypatch.setattr(private_glm.PrivateGLM, "_snapshot", lambda self: None)
+    report = check_case(JOINT["Private-GLM"], "strict", seeds=1)
+    assert any("release 'theta_w fits'" in v for v in report.violations)

@@ -41,16 +41,19 @@ def test_audit_target_passes_with_its_controls_caught(tmp_path: Path) -> None:
     assert f"| zCDP-Episodic | {' | '.join(cells)} | 5 / 5 |" in md
 
 
-@pytest.mark.parametrize("weaken", ["AdaPrivate-TS: noise × 0.1",
-                                    "AdaPrivate-TS-Amp: reward clip removed",
-                                    "AdaPrivate-UCB: sensitivity ÷ 10"])
+@pytest.mark.parametrize("weaken, release", [
+    ("AdaPrivate-TS: noise × 0.1", "b batch increment"),
+    ("AdaPrivate-TS-Amp: reward clip removed", "b batch increment"),
+    ("AdaPrivate-UCB: sensitivity ÷ 10", "b batch increment"),
+    ("Private-GLM: tree-node noise × 0.1", "V-tree node"),
+])
 def test_audit_target_fails_naming_the_release_when_a_policy_is_weakened(
-        tmp_path: Path, weaken: str) -> None:
+        tmp_path: Path, weaken: str, release: str) -> None:
     code, log = _audit(tmp_path, {"select": ["gaussian"], "weaken": weaken})
     assert code != 0
     policy = weaken.split(":")[0]
     assert "RELEASE CHECKS FAILED" in log and f"{policy} [strict]" in log, log[-3000:]
-    assert "release 'b batch increment" in log
+    assert f"release '{release}" in log
     assert not (tmp_path / SMOKE_RESULTS / "audit" / "release_checks.txt").exists()
 
 

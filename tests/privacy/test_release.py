@@ -86,6 +86,10 @@ class NoFloatNoise(np.random.Generator):
 
     normal = standard_normal = laplace = gamma = random = _refuse
 
+    def spawn(self, n_children: int) -> list:
+        """Children that refuse float draws too."""
+        return [NoFloatNoise(g.bit_generator) for g in super().spawn(n_children)]
+
 
 def _run(name: str, accounting: str, refuse_floats: bool = True) -> list:
     """The releases of a 30-round run (B = 10), its noise generator refusing float draws."""
@@ -286,3 +290,30 @@ def test_strict_zcdp_baselines_draw_no_float_noise_and_release_on_the_exact_grid
     with pytest.raises(AssertionError, match="float noise drawn"):
         _run_zcdp(name, "paper")
     assert not _on_grid(_run_zcdp(name, "paper", refuse_floats=False))
+
+
+def _joint_run(name: str, accounting: str) -> list:
+    """The releases of one release-check pair of Private-GLM or JDP-LinUCB, every generator
+    of the policy refusing float draws (the exact samplers use only the bit generator)."""
+    from dpbandits.audit.release_checks import CASES
+
+    case = next(c for c in CASES if c.policy == name)
+    seed, pair = case.pairs(case, 1)[0]
+    arms, rewards = case.instance(case, pair, 0, seed)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(np.random, "default_rng", lambda s=None: NoFloatNoise(np.random.PCG64(s)))
+        records, _ = case.play(case, accounting, arms, rewards, seed)
+    return records
+
+
+@pytest.mark.parametrize("name", ["Private-GLM", "JDP-LinUCB"])
+def test_strict_joint_dp_runs_draw_no_float_noise(name: str) -> None:
+    """Tree nodes, the counter, the fits' counts and gradient sums: exact noise only; every
+    fit release on the grid of its σ (snapped sum + γ·Z)."""
+    records = _joint_run(name, "strict")
+    assert records and {r.drawn.mechanism for r in records} == {"gaussian"}
+    fits = [r for r in records if r.name.startswith("theta_w fits")]
+    assert (len(fits) > 0) == (name == "Private-GLM")
+    assert _on_grid(fits)
+    with pytest.raises(AssertionError, match="float noise drawn"):  # the spy sees float draws
+        _joint_run(name, "paper")

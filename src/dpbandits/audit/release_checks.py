@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -72,6 +73,7 @@ class PolicyCase:
         compare=False)
     play: Callable[..., tuple[list[ReleaseRecord], PrivacyLedger]] = field(
         default=lambda *args, **kwargs: play_rounds(*args, **kwargs), compare=False)
+    paper_relations: tuple[str, ...] | None = None  # paper mode claims fewer (its ledger says)
 
 
 def reward_pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
@@ -85,6 +87,51 @@ def reward_pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
     # a seed of its own for every pair: the noise pooled by `noise_violations` is independent
     return [(seed * len(chosen) + k, pair) for seed in range(seeds)
             for k, pair in enumerate(chosen)]
+
+
+def record_pairs(case: PolicyCase, seeds: int) -> list[tuple[int, Pair]]:
+    """(seed, pair) as `reward_pairs`, for a joint-DP policy: user t0's whole record (its arms
+    redrawn, rewards 0 vs 1 and −3 vs 4 with arms of norm 5 on one side) and its reward
+    alone (0 vs 1, −3 vs 4)."""
+    users = sorted({*range(0, case.horizon, 4), 9, case.horizon - 1})
+    kinds = [("record", (0.0, 1.0), (1.0, 1.0)), ("record", (-3.0, 4.0), (1.0, 5.0)),
+             ("reward", (0.0, 1.0), (1.0, 1.0)), ("reward", (-3.0, 4.0), (1.0, 1.0))]
+    chosen = [Pair(relation, t0, rewards, norms) for relation, rewards, norms in kinds
+              if relation in case.relations for t0 in users]
+    return [(seed * len(chosen) + k, pair) for seed in range(seeds)
+            for k, pair in enumerate(chosen)]
+
+
+def record_instance(case: PolicyCase, pair: Pair, side: int,
+                    seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """`linear_instance`, user t0's arms redrawn on side 1 of a "record" pair."""
+    arms, rewards = linear_instance(case, Pair(pair.relation, pair.t0, pair.rewards), side,
+                                    seed)
+    if pair.relation == "record" and side == 1:
+        other = np.random.default_rng([seed, 42, pair.t0]).standard_normal((case.K, case.d))
+        arms[pair.t0] = other / np.linalg.norm(other, axis=1, keepdims=True)
+    arms[pair.t0] *= pair.norms[side]
+    return arms, rewards
+
+
+def play_glm(case: PolicyCase, accounting: str, arms: np.ndarray, rewards: np.ndarray,
+             seed: int, replay: list[ReleaseRecord] | None = None
+             ) -> tuple[list[ReleaseRecord], PrivacyLedger]:
+    """`play_rounds` for a GLM policy (probit, public κ bounds; `epsilon` and `S` (default 4)
+    in the case's params)."""
+    from dpbandits.links import get_link
+
+    params = dict(case.params)
+    epsilon = float(params.pop("epsilon", EPSILON))
+    radius = float(params.pop("S", 4.0))
+    link = get_link("probit")
+    kappa = link.kappa_public(radius)
+    info = ProblemInfo("probit", case.d, case.K, case.horizon, radius, 1.0, kappa=kappa,
+                       kappa_star=link.kappa_star_public, kappa_pub=kappa,
+                       kappa_star_pub=link.kappa_star_public)
+    policy = make_policy(case.policy, info, np.random.default_rng(seed), epsilon=epsilon,
+                         delta=0.02, accounting=accounting, **params)
+    return drive(policy, case, arms, rewards, replay)
 
 
 def linear_instance(case: PolicyCase, pair: Pair, side: int,
@@ -106,6 +153,12 @@ def play_rounds(case: PolicyCase, accounting: str, arms: np.ndarray, rewards: np
     info = ProblemInfo("linear", case.d, case.K, case.horizon, 1.0)
     policy = make_policy(case.policy, info, np.random.default_rng(seed), epsilon=EPSILON,
                          delta=DELTA, accounting=accounting, **case.params)
+    return drive(policy, case, arms, rewards, replay)
+
+
+def drive(policy: Any, case: PolicyCase, arms: np.ndarray, rewards: np.ndarray,
+          replay: list[ReleaseRecord] | None) -> tuple[list[ReleaseRecord], PrivacyLedger]:
+    """Every release of the policy's rounds (`prepare_arms`, `select`, `update`), recorded."""
     with recording(replay) as recorder:
         for t in range(case.horizon):
             prepared = policy.prepare_arms(arms[t])
@@ -195,14 +248,17 @@ def noise_violations(where: str, records: Iterable[ReleaseRecord]) -> list[str]:
     from scipy import stats
 
     pooled: dict[tuple[str, str], list[np.ndarray]] = {}
+    freedom: dict[tuple[str, str], int] = {}
     for r in records:
         if r.drawn.scale > 0:
             residual = (r.released - r.statistic).ravel() / r.drawn.scale
-            pooled.setdefault((r.name, r.drawn.mechanism), []).append(residual)
+            key = (r.name, r.drawn.mechanism)
+            pooled.setdefault(key, []).append(residual)
+            freedom[key] = freedom.get(key, 0) + (r.freedom or residual.size)
     out = []
     for (name, mechanism), parts in pooled.items():
         z = np.concatenate(parts)
-        n = z.size
+        n = freedom[(name, mechanism)]  # a symmetric node's Σ(e/σ)² is χ² with d(d+1)/2
         if n < NOISE_MIN_COORDINATES:
             continue
         if mechanism in ("gaussian", "vector-sum"):  # P_vec: Binomial(n·b, p), near-Gaussian
@@ -227,6 +283,17 @@ CASES: tuple[PolicyCase, ...] = (
     *release_cases_batched.elimination_cases(),
     # Shuffle-GLM: a user's context and reward (docs/glm.md, "Algorithm 1").
     release_cases_batched.shuffle_glm_case(),
+    # Joint DP: a user's whole record (its arms and reward). Private-GLM at ε = 8, S = 3, most
+    # of the warm-up budget on the counter: Criterion I fires in most rounds (the H tree gets
+    # the others' leaves) and the counter triggers all c₁ = 6 θ_w fits in every run
+    # (docs/audits.md, "Release checks"); paper mode claims only a reward change (its ledger
+    # records the breach for contexts).
+    PolicyCase("Private-GLM", {"epsilon": 8.0, "S": 3.0, "counter_share": 0.9, "zeta": 0.5},
+               ("record", "reward"), d=2, K=5, pairs=lambda c, s: record_pairs(c, s),
+               instance=lambda c, p, side, s: record_instance(c, p, side, s),
+               play=lambda *a, **k: play_glm(*a, **k), paper_relations=("reward",)),
+    PolicyCase("JDP-LinUCB", {}, ("record", "reward"), pairs=lambda c, s: record_pairs(c, s),
+               instance=lambda c, p, side, s: record_instance(c, p, side, s)),
 )
 
 # The zCDP linear baselines claim reward privacy only too (docs/ts.md, "Setting and privacy
@@ -257,6 +324,8 @@ def check_case(case: PolicyCase, accounting: str = "strict", seeds: int = 3,
     """Every pair of `case` in one accounting mode; the report of what failed."""
     report = report if report is not None else CheckReport()
     report.policies.append(f"{case.policy} [{accounting}]")
+    if accounting == "paper" and case.paper_relations is not None:
+        case = replace(case, relations=case.paper_relations)
     drawn: list[ReleaseRecord] = []
     for seed, pair in case.pairs(case, seeds):
         where = f"{case.policy} [{accounting}] seed {seed}, {pair.label()}"

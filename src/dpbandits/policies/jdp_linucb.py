@@ -24,6 +24,7 @@ from dpbandits.policies.linear_core import ALPHA, LinearPolicy, ucb_index
 from dpbandits.policies.tables import pull, select_update_round
 from dpbandits.privacy.clipping import clip_reward
 from dpbandits.privacy.grid import snap
+from dpbandits.privacy.release import recording_active
 from dpbandits.privacy.tree import MatrixTree, cover_nodes, tree_height, tree_rho
 
 L_TILDE = math.sqrt(2.0)
@@ -243,6 +244,17 @@ class JDPLinUCB(LinearPolicy):
         jdp_update(self.prefix, self.z, self.leaf, x, r, self.leaf_grid)
         self.tree.update(None)
         self.refresh_noise()
+        if recording_active() and self.tree.release_node(
+                self.noise, self.prefix, name="tree node", sensitivity=self.leaf_sensitivity(),
+                entry=None):
+            self.refresh_noise()  # replaying: the node's noise is the replayed release's
+
+    def leaf_sensitivity(self) -> float:
+        """Δ of a node: a user's leaf z zᵀ (‖z‖² ≤ L̃² = 2) moves by ≤ √2·L̃² = 2√2 in
+        Frobenius norm (Shariff & Sheffet 2018, Sec. 4.2), plus the grid rounding of exact
+        noise (γ per entry of the (d + 1)² leaf)."""
+        leaf = 2.0 * math.sqrt(2.0) * (L_TILDE / math.sqrt(2.0)) ** 2  # 2√2 exactly at L̃ = √2
+        return leaf + self.noise.grid(self.tree.sigma_node) * (self.d + 1)
 
     def noise_block(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
         """(noises, slots) of the releases at counts start … stop − 1: the distinct nodes of
@@ -285,12 +297,12 @@ class JDPLinUCB(LinearPolicy):
         """The tree's actual zCDP: a user's leaf z zᵀ (‖z‖² ≤ 2) moves by ≤ 2√2 in Frobenius
         norm on each of the m nodes above it, each with isotropic (Frobenius) noise σ_node."""
         tree = self.tree
-        sensitivity = 2.0 * math.sqrt(2.0)  # plus the grid rounding of exact noise
-        sensitivity += self.noise.grid(tree.sigma_node) * (self.d + 1)
-        rho = tree_rho(tree.sigma_node, sensitivity, self.horizon)
+        sensitivity = self.leaf_sensitivity()
+        scale = tree.drawn(self.noise, sensitivity).scale  # the σ the node sampler draws at
+        rho = tree_rho(scale, sensitivity, self.horizon)
         self.ledger.add(
             "tree-gaussian (zCDP)", "prefix sums of [x; r][x; r]^T", sensitivity=sensitivity,
-            noise_scale=tree.sigma_node, rho=rho,
+            noise_scale=scale, rho=rho,
             note=f"joint DP; calibrated as Shariff & Sheffet 2018 (sigma_n = "
                  f"{self.sigma_n:.6g}); m = {tree.height} levels; shift 2*Upsilon = "
                  f"{2 * self.upsilon:.6g}",

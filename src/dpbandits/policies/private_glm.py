@@ -19,6 +19,7 @@ calibration (docs/glm.md, "Code state ab8fd16").
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, ClassVar
 
@@ -65,6 +66,7 @@ from dpbandits.privacy.dpsgd import (
     replace_one_epsilon,
 )
 from dpbandits.privacy.exact_noise import noise_for
+from dpbandits.privacy.release import recording_active, replaying
 from dpbandits.privacy.split import NAIVE_MAX_K, advanced_composition, split
 from dpbandits.privacy.tree import (
     MatrixTree,
@@ -78,6 +80,7 @@ from dpbandits.privacy.tree import (
 from dpbandits.privacy.zcdp import epsilon_from_rho, rho_from_epsilon
 
 SWITCH_SLACK = 1e-8
+V_SENSITIVITY = math.sqrt(2.0)  # ‖x xᵀ/(1 + m) − x' x'ᵀ/(1 + m')‖_F, ‖x‖ ≤ 1 (App. J.3)
 E = math.e
 CODE_STATES = ("d9c93e1", "ab8fd16")  # the authors' corrected code, their initial commit
 AB8FD16_LOG_DET_RATIO = math.log(2.0)  # ab8fd16's Criterion II: max det H_cur ≥ 2·max det H_prev
@@ -334,19 +337,22 @@ class PrivateGLM(Policy):
             self.rho_fit2 = share / c.c2
             d = self.problem.d
             self.sigma_v, self.sens_v = tree_calibration(self.noise, share, horizon,
-                                                         math.sqrt(2.0), d)
+                                                         V_SENSITIVITY, d)
             self.sigma_h, self.sens_h = tree_calibration(self.noise, share, horizon,
                                                          math.sqrt(2.0) * sup_dot / E, d)
             self.sigma_count, count_sens = tree_calibration(self.noise, self.rho_count, horizon,
                                                             1.0, 1)
             self.count_margin = warmup_count_margin(self.sigma_count, horizon, self.zeta)
+            self.tree_entries = {}
             for comp, sens, sigma in (("V-tree", self.sens_v, self.sigma_v),
                                       ("H-tree", self.sens_h, self.sigma_h),
                                       ("warm-up counter", count_sens, self.sigma_count)):
-                ledger.add("binary-tree discrete Gaussian (zCDP)", comp, sensitivity=sens,
-                           noise_scale=sigma, rho=tree_rho(sigma, sens, horizon),
-                           note=f"replace-one sensitivity incl. grid rounding; {self.height} "
-                                "nodes per path share rho equally")
+                scale = self.noise.effective_sigma(sigma)  # the σ the node sampler draws at
+                self.tree_entries[comp] = ledger.add(
+                    "binary-tree discrete Gaussian (zCDP)", comp, sensitivity=sens,
+                    noise_scale=scale, rho=tree_rho(scale, sens, horizon),
+                    note=f"replace-one sensitivity incl. grid rounding; {self.height} nodes "
+                         "per path share rho equally")
             ledger.add("post-processing", "switching rule", sensitivity=0.0, noise_scale=0.0,
                        rho=0.0, note="warm-up fits are triggered by the released counter, "
                                      "Criterion II by the released H; a user's own contexts "
@@ -359,9 +365,10 @@ class PrivateGLM(Policy):
         c_h = 1.0 / c.kappa_star
         self.sigma_v = 0.0 if self.noiseless else tree_sigma(third_eps, third_delta, horizon, 1.0)
         self.sigma_h = 0.0 if self.noiseless else tree_sigma(third_eps, third_delta, horizon, c_h)
-        self.sens_v = math.sqrt(2.0)
+        self.sens_v = V_SENSITIVITY
         self.sens_h = math.sqrt(2.0) * sup_dot / E
         self.tree_actual: dict[str, float] = {}
+        self.tree_entries = {}
         # per-leaf cost in node variances: h for the dyadic cover's argument, exact for ab8fd16
         self.tree_cost = release_cost(horizon, "ab8fd16")[0] if self.ab8fd16 else self.height
         for comp, claimed_c, sens, sigma in (("V-tree", 1.0, self.sens_v, self.sigma_v),
@@ -380,8 +387,9 @@ class PrivateGLM(Policy):
             if self.ab8fd16:
                 mechanism = "binary-tree Gaussian, ab8fd16 node set (exact linear-Gaussian cost)"
                 note += "; " + self._ab8fd16_tree_note()
-            ledger.add(mechanism, comp, sensitivity=sens, noise_scale=sigma, epsilon=actual,
-                       delta=third_delta, note=note)
+            self.tree_entries[comp] = ledger.add(mechanism, comp, sensitivity=sens,
+                                                 noise_scale=sigma, epsilon=actual,
+                                                 delta=third_delta, note=note)
         ledger.add("data-dependent parameters", "kappa, kappa*", sensitivity=0.0,
                    noise_scale=0.0, epsilon=0.0, delta=0.0,
                    note=f"kappa = {c.kappa:.6g}, kappa* = {c.kappa_star:.6g} computed from theta* "
@@ -415,11 +423,7 @@ class PrivateGLM(Policy):
         ledger = self.ledger
         assert ledger is not None
         comp = "theta_w fits" if kind == 0 else "theta_tau fits"
-        if self.strict:
-            rho = self.rho_fit1 if kind == 0 else self.rho_fit2
-            ledger.add("noisy projected GD (count + K gradient sums)", comp,
-                       sensitivity=2.0 * self.clip, noise_scale=fit.noise_std, rho=rho,
-                       note=f"n = {fit.n}, K = {fit.steps}, sigma = {fit.sigma:.6g}")
+        if self.strict:  # its ledger entry is the fit's release's (`noisy_gd_fit`)
             self.fits.append((t, kind, fit, math.nan))
             return
         if self.ab8fd16:
@@ -457,7 +461,8 @@ class PrivateGLM(Policy):
         if self.strict:
             rho = self.rho_fit1 if kind == 0 else self.rho_fit2
             fit = noisy_gd_fit(init, x, y, rho, self.link, self.rng, radius=self.problem.S,
-                               noise=self.noise,
+                               noise=self.noise, ledger=self.ledger,
+                               name="theta_w fits" if kind == 0 else "theta_tau fits",
                                steps=self.params["strict_steps"],
                                burn_in=self.params["strict_burn_in"], clip=self.clip,
                                lam=self.lambda_fit, lr0=self.lr0)
@@ -475,7 +480,8 @@ class PrivateGLM(Policy):
             eps0, delta0 = self.eps_fit1 if kind == 0 else self.eps_fit2  # type: ignore[misc]
             fit = dpsgd_fit(init, x, y, eps0, delta0, self.link, self.rng, clip=self.clip,
                             lam=self.lambda_fit, lr0=self.lr0, noiseless=self.noiseless,
-                            engine=self.engine)
+                            engine=self.engine,
+                            name="theta_w DP-SGD steps" if kind == 0 else "theta_tau DP-SGD steps")
         self._record_fit(t, kind, fit)
         (self.state.theta_w if kind == 0 else self.state.theta_tau)[:] = fit.theta
 
@@ -490,16 +496,75 @@ class PrivateGLM(Policy):
         phase = START
         arms = np.ascontiguousarray(arms, dtype=float)
         self._per_arm(len(arms))
-        while (phase := select_round(phase, arms, self.state, self.constants,
-                                     self.trees[0])) != DECIDED:
+        while (phase := self._select_step(phase, arms)) != DECIDED:
             self.switch(t)
         return int(self.state.counts[ARM])
+
+    def _select_step(self, phase: int, arms: np.ndarray) -> int:
+        """`select_round` from `phase`; in audit mode the V-tree node its leaf completes is a
+        release (`_audited`)."""
+        def step() -> int:
+            return select_round(phase, arms, self.state, self.constants, self.trees[0])
+
+        if not recording_active():
+            return step()
+        return self._audited(step, ((self.vtree, "V-tree"),))
+
+    def _audited(self, step: Callable[[], int], trees: tuple[tuple[MatrixTree, str], ...]
+                 ) -> int:
+        """A kernel call whose leaves complete tree nodes, each then a release
+        (`MatrixTree.release_node`). Replaying, a node whose noise the replay changed makes
+        the call run again from the state before it, with the same leaves: its queries then
+        sum the replayed node releases (docs/audits.md, "Release checks")."""
+        before = self._snapshot() if replaying() else None
+        counts = [tree.count for tree, _ in trees]
+        result = step()
+        changed = False
+        for (tree, comp), count in zip(trees, counts, strict=True):
+            if tree.count != count:
+                changed |= tree.release_node(self.noise, tree.state.prefix,
+                                             name=f"{comp} node",
+                                             sensitivity=self.tree_sensitivity(comp),
+                                             entry=self.tree_entries.get(comp))
+        if changed and before is not None:
+            self._restore(before)
+            result = step()
+        return result
+
+    def tree_sensitivity(self, comp: str) -> float:
+        """The declared sensitivity of one of the trees' nodes (snapped leaves in strict)."""
+        entry = self.tree_entries.get(comp)
+        return entry.sensitivity if entry is not None else self.sens_v
+
+    def _arrays(self) -> list[np.ndarray]:
+        """Every array the round kernels write: the round state and the trees' sums."""
+        trees = [self.vtree, self.htree, *((self.counter,) if self.strict else ())]
+        return [*self.state, *(a for tree in trees
+                               for a in (tree.state.prefix, tree.state.node_sums,
+                                         tree.state.count))]
+
+    def _snapshot(self) -> list[np.ndarray]:
+        return [a.copy() for a in self._arrays()]
+
+    def _restore(self, snapshot: list[np.ndarray]) -> None:
+        for a, b in zip(self._arrays(), snapshot, strict=True):
+            np.copyto(a, b)
 
     def update(self, t: int, x: np.ndarray, r: float) -> None:
         """Round t's update with (x, r) (`update_round`), and the θ_w fit it may call for."""
         self._room(self.htree, *((self.counter,) if self.strict else ()))  # a leaf a round
-        if update_round(t, np.ascontiguousarray(x, dtype=float), float(r), self.state,
-                        self.constants, *self.trees[1:]) == FIT_W:
+        x = np.ascontiguousarray(x, dtype=float)
+
+        def step() -> int:
+            return update_round(t, x, float(r), self.state, self.constants, *self.trees[1:])
+
+        if not recording_active():
+            due = step()
+        else:
+            due = self._audited(step, ((self.htree, "H-tree"),
+                                       *(((self.counter, "warm-up counter"),)
+                                         if self.strict else ())))
+        if due == FIT_W:
             self.warm_fit(t)
 
     def _per_arm(self, K: int) -> None:

@@ -6,6 +6,7 @@ docs/glm.md, "DP-SGD and the RDP accountant" (paper mode) and "Strict fits" (str
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,8 +15,16 @@ from dpbandits.jit import jit
 from dpbandits.linalg import dot, project_ball_into
 from dpbandits.links import Link, mean
 from dpbandits.privacy.accountant import dpsgd_epsilon, noise_multiplier
-from dpbandits.privacy.exact_noise import Noise
+from dpbandits.privacy.exact_noise import Noise, NumpyNoise
 from dpbandits.privacy.grid import snap
+from dpbandits.privacy.ledger import PrivacyLedger
+from dpbandits.privacy.release import (
+    Drawn,
+    gaussian_rho,
+    recording_active,
+    release,
+    replay_ahead,
+)
 
 CLIP = 0.2
 LAMBDA_FIT = 1e-5
@@ -120,7 +129,8 @@ def select_epochs(eps0: float, delta0: float, n: int, batch: int, d: int, clip: 
 def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, delta0: float,
               link: Link, rng: np.random.Generator, *, clip: float = CLIP,
               lam: float = LAMBDA_FIT, lr0: float = LR0, batch_max: int = BATCH_MAX,
-              noiseless: bool = False, engine: str = "fast") -> FitResult:
+              noiseless: bool = False, engine: str = "fast",
+              name: str = "DP-SGD step") -> FitResult:
     """DP-SGD as the authors ran it: shuffled fixed-size minibatches, drop-last.
 
     Each step adds N(0, (σC/b)²) to the mean clipped gradient; returns the average of the
@@ -136,7 +146,7 @@ def dpsgd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, eps0: float, del
     epochs, burn_in, sigma = select_epochs(eps0, delta0, n, batch, d, clip, engine=engine)
     noise_std = 0.0 if noiseless else sigma * clip / batch
     out = sgd_passes(theta, *sample_rows(X, y), link.kind, rng, spe, batch, epochs, burn_in,
-                     float(clip), float(lam), float(lr0), noise_std)
+                     float(clip), float(lam), float(lr0), noise_std, name=name)
     return FitResult(out, n, batch, epochs, burn_in, epochs * spe, sigma, noise_std, "dpsgd",
                      eps0, delta0)
 
@@ -149,10 +159,11 @@ def sample_rows(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 @jit
 def sgd_epoch(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, order: np.ndarray,
               noise: np.ndarray, k: int, batch: int, clip: float, lam: float,
-              lr0: float) -> None:
+              lr0: float, steps: np.ndarray, replayed: np.ndarray) -> None:
     """One epoch's len(noise) minibatch steps in place, the s-th on rows
     order[s·batch : min((s + 1)·batch, n)]: θ ← θ − (lr0/√k)(ḡ + 2λθ + noise[s]), ḡ the mean
-    clipped gradient, k counting steps from `k` + 1 on."""
+    clipped gradient, k counting steps from `k` + 1 on. steps[s] ← ḡ + 2λθ (the step's
+    statistic); with rows in `replayed`, replayed[s] is the noisy step used instead."""
     n, d = X.shape
     g = np.empty(d)
     for s in range(noise.shape[0]):
@@ -165,23 +176,39 @@ def sgd_epoch(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, order:
         rate = lr0 / math.sqrt(k + s + 1)
         for j in range(d):
             step = g[j] / (stop - start) + 2.0 * lam * theta[j]
-            theta[j] = theta[j] - rate * (step + noise[s, j])
+            steps[s, j] = step
+            value = replayed[s, j] if replayed.shape[0] else step + noise[s, j]
+            theta[j] = theta[j] - rate * value
+
+
+_NO_ROWS = np.zeros((0, 0))
 
 
 def sgd_passes(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int,
                rng: np.random.Generator, per_epoch: int, batch: int, epochs: int, burn_in: int,
-               clip: float, lam: float, lr0: float, noise_std: float) -> np.ndarray:
+               clip: float, lam: float, lr0: float, noise_std: float,
+               name: str = "DP-SGD step") -> np.ndarray:
     """`epochs` shuffled passes of `per_epoch` minibatch steps (`sgd_epoch`), each epoch
     shuffling the rows, then drawing its steps' noise N(0, noise_std²I) in one call (the
-    values one call per step draws); the average of the epoch-end iterates after burn-in."""
+    values one call per step draws); the average of the epoch-end iterates after burn-in.
+    In audit mode each step is a release (`privacy.release.release`, the noise drawn here)
+    of the regularised mean clipped gradient, replace-one sensitivity 2C/b."""
     theta = np.array(theta, dtype=float)
     order = np.arange(X.shape[0])
     total = np.zeros(X.shape[1])
+    steps = np.empty((per_epoch, X.shape[1]))
+    audit = recording_active()
     kept = 0
     for e in range(epochs):
         rng.shuffle(order)
         noise = rng.normal(0.0, noise_std, size=(per_epoch, X.shape[1]))
-        sgd_epoch(theta, X, y, kind, order, noise, e * per_epoch, batch, clip, lam, lr0)
+        ahead = replay_ahead(per_epoch) if audit else None
+        sgd_epoch(theta, X, y, kind, order, noise, e * per_epoch, batch, clip, lam, lr0, steps,
+                  _NO_ROWS if ahead is None else ahead)
+        if audit:
+            release(NumpyNoise(rng), None, steps, name=name, mechanism="gaussian",
+                    sensitivity=2.0 * clip / batch, scale=noise_std, partition=f"epoch {e + 1}",
+                    noise_drawn=noise, rows=True)
         if e >= burn_in:
             total += theta
             kept += 1
@@ -209,9 +236,11 @@ def project_ball(theta: np.ndarray, radius: float) -> np.ndarray:
 @jit
 def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, denom: float,
                    noise: np.ndarray, grid: float, radius: float, burn_in: int, clip: float,
-                   lam: float, lr0: float) -> np.ndarray:
+                   lam: float, lr0: float, sums: np.ndarray,
+                   replayed: np.ndarray) -> np.ndarray:
     """K = len(noise) steps θ ← Π(θ − lr_k(g̃/denom + 2λθ)) from θ (in place), g̃ the clipped
-    gradient sum snapped to `grid` (exact noise; 0: none) plus noise[k]; the mean of the
+    gradient sum snapped to `grid` (exact noise; 0: none) plus noise[k], or replayed[k] where
+    `replayed` has rows; sums[k] ← the snapped sum (the step's statistic); the mean of the
     iterates after `burn_in`, or the last iterate (docs/glm.md, "Strict fits")."""
     d = X.shape[1]
     mean_after = np.zeros(d)
@@ -224,7 +253,11 @@ def noisy_gd_steps(theta: np.ndarray, X: np.ndarray, y: np.ndarray, kind: int, d
             clipped_gradient_add(theta, X[i], y[i], kind, clip, g)
         rate = lr0 / math.sqrt(k)
         for j in range(d):
-            noisy = snap(g[j], grid) + noise[k - 1, j]
+            sums[k - 1, j] = snap(g[j], grid)
+            if replayed.shape[0]:
+                noisy = replayed[k - 1, j]
+            else:
+                noisy = sums[k - 1, j] + noise[k - 1, j]
             theta[j] = theta[j] - rate * (noisy / denom + 2.0 * lam * theta[j])
         project_ball_into(theta, radius)
         if k > burn_in:
@@ -244,34 +277,70 @@ def strict_sigma(rho: float, steps: int = STRICT_STEPS) -> float:
     return math.sqrt((steps + 1) / (2.0 * rho))
 
 
+FIT_MECHANISM = "noisy projected GD (count + K gradient sums)"
+
+
+def fit_cost(count: Drawn, gradient: float, steps: int) -> Callable[[Drawn], dict[str, float]]:
+    """ρ of a noisy-GD fit from the noise drawn: Δ'²/(2σ²) of the count at the σ its noise
+    was drawn at plus K gradient sums' (zCDP composition; docs/glm.md, "Strict fits"); Δ' the
+    snapped sensitivities (`count.sensitivity`, `gradient`) the calibration found."""
+    return lambda drawn: {"rho": gaussian_rho(count) + steps * gaussian_rho(
+        Drawn(drawn.mechanism, drawn.scale, gradient))}
+
+
+def gradient_draws(source: Noise, rng: np.random.Generator, exact: bool, sd: float,
+                   shape: tuple[int, int]) -> np.ndarray:
+    """The K gradient sums' noise N(0, sd²) (exact: discrete, on sd's grid), drawn in one
+    call (what K calls draw)."""
+    return source.gaussian(sd, shape) if exact else rng.normal(0.0, sd, size=shape)
+
+
 def noisy_gd_fit(theta0: np.ndarray, X: np.ndarray, y: np.ndarray, rho: float, link: Link,
                  rng: np.random.Generator, *, radius: float, steps: int = STRICT_STEPS,
                  burn_in: int = STRICT_BURN_IN, clip: float = CLIP, lam: float = LAMBDA_FIT,
-                 lr0: float = LR0, noise: Noise | None = None) -> FitResult:
+                 lr0: float = LR0, noise: Noise | None = None,
+                 ledger: PrivacyLedger | None = None, name: str = "noisy GD") -> FitResult:
     """Full-batch noisy projected GD at ρ-zCDP (docs/glm.md, "Strict fits").
 
     One noisy count ñ = n + N(0, σ²), then K steps θ ← Π(θ − lr_k(g̃/max(ñ, 1) + 2λθ)) with
     g̃ = Σ clip_C(∇ℓ_i) + N(0, (2Cσ)² I); returns the mean of the iterates after `burn_in`.
     With an exact `noise` source each of the K + 1 releases is snapped and calibrated to
-    ρ/(K + 1) for its own sensitivity (1 for the count, 2C for a gradient sum).
+    ρ/(K + 1) for its own sensitivity (1 for the count, 2C for a gradient sum). The count and
+    the K gradient sums are releases (`privacy.release.release`, the noise drawn here first);
+    the gradient sums' release writes the fit's ledger entry (to `ledger`, as `name`) from
+    the noise drawn.
     """
     theta = project_ball(theta0, radius)
     n, d = X.shape
     sigma = strict_sigma(rho, steps)
     exact = noise is not None and noise.exact
-    if not exact:
-        grad_sd = 2.0 * clip * sigma
-        noisy_n = n + rng.normal(0.0, sigma)
+    source: Noise = noise if noise is not None else NumpyNoise(rng)
+    if not exact:  # Δ: a record's count and its clipped gradient, replaced (snapped: Δ')
+        count_sd, count_sens = sigma, 1.0
+        grad_sd, grad_sens = 2.0 * clip * sigma, 2.0 * clip
+        count, count_noise = float(n), rng.normal(0.0, sigma)
     else:
-        count_sd = noise.calibrate_gaussian(1.0, rho / (steps + 1), 1)[0]
-        grad_sd = noise.calibrate_gaussian(2.0 * clip, rho / (steps + 1), d)[0]
+        count_sd, count_sens = source.calibrate_gaussian(1.0, rho / (steps + 1), 1)
+        grad_sd, grad_sens = source.calibrate_gaussian(2.0 * clip, rho / (steps + 1), d)
         sigma = grad_sd / (2.0 * clip)
-        noisy_n = float(noise.snap(float(n), count_sd)) + float(noise.gaussian(count_sd))
-    if not exact:
-        gradient_noise, grid = rng.normal(0.0, grad_sd, size=(steps, d)), 0.0
-    else:  # the K draws of d values, in one call (what K calls draw)
-        gradient_noise, grid = noise.gaussian(grad_sd, (steps, d)), noise.grid(grad_sd)
+        count = float(source.snap(float(n), count_sd))
+        count_noise = float(source.gaussian(count_sd))
+    noisy_n = count + count_noise  # recorded (and replayed) in audit mode; its cost is below
+    if recording_active():
+        noisy_n = float(release(source, None, count, name=f"{name}: count",
+                                mechanism="gaussian", sensitivity=count_sens, scale=count_sd,
+                                noise_drawn=count_noise))
+    gradient_noise = gradient_draws(source, rng, exact, grad_sd, (steps, d))
+    grid = source.grid(grad_sd) if exact else 0.0
+    ahead = replay_ahead(steps)
+    sums = np.empty((steps, d))
     out = noisy_gd_steps(theta, *sample_rows(X, y), link.kind, max(noisy_n, 1.0),
                          gradient_noise, grid, float(radius), burn_in, float(clip), float(lam),
-                         float(lr0))
+                         float(lr0), sums, _NO_ROWS if ahead is None else ahead)
+    count_drawn = Drawn("gaussian", source.effective_sigma(count_sd), count_sens)
+    release(source, ledger, sums, name=name, mechanism="gaussian", sensitivity=grad_sens,
+            scale=grad_sd, noise_drawn=gradient_noise, rows=True,
+            ledger_mechanism=FIT_MECHANISM,
+            cost=fit_cost(count_drawn, grad_sens, steps),
+            note=f"n = {n}, K = {steps}, sigma = {sigma:.6g}")
     return FitResult(out, n, n, steps, burn_in, steps, sigma, grad_sd, "noisy_gd", rho=rho)

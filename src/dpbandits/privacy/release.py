@@ -7,6 +7,12 @@ the sampler used and the sensitivity the snapped release has (never from a plan)
 `recording()`, keeps the pre-noise statistic for the release checks (docs/audits.md,
 "Release checks"). A recording that replays another run's released values returns those
 instead of the fresh draws, so that a neighbouring run sees the same outputs as the first.
+
+A mechanism that draws its noise ahead with its own sampler (a tree's node noise, drawn when
+the tree is built; a fit's gradient noise, drawn before its steps) passes it as `noise_drawn`:
+nothing is drawn here, the release is statistic + that noise, recorded alike. `rows=True`
+releases each row of the statistic as a release of its own (one record each, one ledger entry
+for all), and `replay_ahead` hands a compiled loop the values it will be replayed.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ class ReleaseRecord:
     drawn: Drawn
     entry: LedgerEntry | None
     changed: int | None = None  # the most coordinates a neighbour changes (None: any)
+    freedom: int = 0  # independent noise coordinates (0: every coordinate of the statistic)
 
 
 @dataclass
@@ -72,6 +79,16 @@ class ReleaseRecorder:
             raise ConfigError(f"release {record.index} ({record.name!r}) has no counterpart in "
                               f"the run replayed ({len(self.replay)} releases)")
         return np.array(self.replay[record.index].released, dtype=float)
+
+    def ahead(self, count: int) -> list[np.ndarray] | None:
+        """The next `count` values the replay will hand back (None when not replaying)."""
+        if self.replay is None:
+            return None
+        start = len(self.records)
+        if start + count > len(self.replay):
+            raise ConfigError(f"releases {start}…{start + count - 1} have no counterpart in "
+                              f"the run replayed ({len(self.replay)} releases)")
+        return [np.array(r.released, dtype=float) for r in self.replay[start:start + count]]
 
 
 _ACTIVE: list[ReleaseRecorder] = []
@@ -129,14 +146,11 @@ def drawn_cost(drawn: Drawn) -> dict[str, float]:
 
 
 def upcoming() -> np.ndarray | None:
-    """Inside a replaying recording, the values the next release will hand back (None
+    """Inside a replaying recording, the value the next release will hand back (None
     otherwise): a mechanism whose later draws follow its earlier outputs (P_GD's iterates)
     follows these while it draws, as the policy would on D0's outputs."""
-    if not _ACTIVE or _ACTIVE[-1].replay is None:
-        return None
-    recorder = _ACTIVE[-1]
-    index = len(recorder.records)
-    return None if index >= len(recorder.replay) else np.array(recorder.replay[index].released)
+    ahead = replay_ahead(1)
+    return None if ahead is None else ahead[0]
 
 
 def draw(noise: Noise, statistic: np.ndarray, mechanism: str, scale: float) -> np.ndarray:
@@ -176,20 +190,41 @@ def recording_active() -> bool:
     return bool(_ACTIVE)
 
 
+def replaying() -> bool:
+    """Whether the releases being recorded hand back another run's values."""
+    return bool(_ACTIVE) and _ACTIVE[-1].replay is not None
+
+
+def replay_ahead(count: int) -> np.ndarray | None:
+    """The values the next `count` releases will be replayed, stacked (None when not
+    replaying): what a compiled loop that makes them uses in place of its own."""
+    if not _ACTIVE:
+        return None
+    values = _ACTIVE[-1].ahead(count)
+    return None if values is None else np.array(values, dtype=float)
+
+
 def release(noise: Noise | None, ledger: PrivacyLedger | None, statistic: Any, *, name: str,
             mechanism: str, sensitivity: float, scale: float,
             partition: str = EVERY_RECORD, note: str = "", ledger_mechanism: str | None = None,
             cost: Callable[[Drawn], dict[str, float]] = drawn_cost,
             changed: int | None = None,
             sample: Callable[[], tuple[np.ndarray, Any]] | None = None,
-            merge: bool = False) -> np.ndarray:
+            merge: bool = False, noise_drawn: np.ndarray | None = None, rows: bool = False,
+            freedom: int = 0, entry: LedgerEntry | None = None) -> np.ndarray:
     """The statistic released with `mechanism` noise of `scale`, for a declared sensitivity in
     the mechanism's norm (`NORMS`); the ledger entry states the cost of the noise drawn.
     `changed`: a neighbour moves at most that many coordinates (one user's sum or report), so
     snapping adds γ per changed coordinate only. A vector sum (CJMP P_vec) is drawn from the
     users' own vectors by `sample`, which returns (output, protocol parameters drawn);
     `statistic` is then the exact sum it estimates and `scale` is not used. With `merge`, one
-    ledger entry for a run of releases of one name (`merge_entry`)."""
+    ledger entry for a run of releases of one name (`merge_entry`).
+
+    `noise_drawn`: the noise the mechanism's own sampler drew ahead at `scale` (added, nothing
+    drawn here). `rows`: every row of the statistic is a release of its own. `freedom`: the
+    independent noise coordinates of one release when fewer than its size (a symmetric
+    matrix's d(d + 1)/2). `entry`: the ledger entry that already prices the release (a tree's,
+    written when it was built); else one is written to `ledger` (if given)."""
     if mechanism not in MECHANISMS:
         raise ConfigError(f"mechanism = {mechanism!r} is not allowed; allowed: "
                           f"{', '.join(MECHANISMS)}")
@@ -201,21 +236,31 @@ def release(noise: Noise | None, ledger: PrivacyLedger | None, statistic: Any, *
         released = np.array(released, dtype=float)
         drawn = Drawn(mechanism, params.noise_sd, float(sensitivity), params)
     else:
-        dim = value.size if changed is None else min(value.size, changed)
+        size = value[0].size if rows and len(value) else value.size
+        dim = (freedom or size) if changed is None else min(size, changed)
         drawn = drawn_for(noise, mechanism, scale, float(sensitivity), max(dim, 1))
-        released = draw(noise, value, mechanism, scale)
-    entry = None
-    if ledger is not None and merge:
-        entry = merge_entry(ledger, ledger_mechanism or mechanism, name, float(sensitivity),
-                            drawn, partition, note, cost(drawn))
-    elif ledger is not None:
-        entry = ledger.add(ledger_mechanism or mechanism, name, sensitivity=float(sensitivity),
-                           noise_scale=drawn.scale, partition=partition, note=note,
-                           **cost(drawn))
+        if noise_drawn is None:
+            released = draw(noise, value, mechanism, scale)
+        else:
+            released = value + noise_drawn
+    if entry is None and ledger is not None:
+        mechanism_name = ledger_mechanism or mechanism
+        entry = (merge_entry(ledger, mechanism_name, name, float(sensitivity), drawn, partition,
+                             note, cost(drawn)) if merge else
+                 ledger.add(mechanism_name, name, sensitivity=float(sensitivity),
+                            noise_scale=drawn.scale, partition=partition, note=note,
+                            **cost(drawn)))
     if not _ACTIVE:
         return released
     recorder = _ACTIVE[-1]
-    return recorder.capture(ReleaseRecord(
-        index=len(recorder.records), name=name, partition=partition, statistic=value,
-        released=released, sensitivity=float(sensitivity), norm=NORMS[mechanism],
-        drawn=drawn, entry=entry, changed=changed))
+
+    def capture(stat: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return recorder.capture(ReleaseRecord(
+            index=len(recorder.records), name=name, partition=partition, statistic=stat,
+            released=out, sensitivity=float(sensitivity), norm=NORMS[mechanism],
+            drawn=drawn, entry=entry, changed=changed, freedom=freedom))
+
+    if not rows:
+        return capture(value, released)
+    return np.array([capture(a, b) for a, b in zip(value, released, strict=True)],
+                    dtype=float).reshape(released.shape)

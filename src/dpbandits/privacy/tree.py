@@ -13,6 +13,8 @@ from dpbandits.errors import ConfigError
 from dpbandits.jit import jit
 from dpbandits.privacy.exact_noise import ExactNoise, Noise
 from dpbandits.privacy.grid import snap, snap_all
+from dpbandits.privacy.ledger import LedgerEntry
+from dpbandits.privacy.release import Drawn, drawn_for, release, replaying
 from dpbandits.privacy.zcdp import gaussian_sigma, rho_from_epsilon
 
 # Eager noise tables larger than this many doubles are drawn lazily (first use) instead.
@@ -140,6 +142,15 @@ def cover_index(horizon: int, height: int, cover: str = "dyadic") -> np.ndarray:
     index = np.ascontiguousarray(index[:, : filled.max(initial=0)])
     index.flags.writeable = False
     return index
+
+
+def closing_node(count: int, height: int) -> int:
+    """The node the count's leaf completes and its release first sums: the largest dyadic
+    block of leaves ending at `count` (the leaf, and its ancestors while it is a right child)."""
+    node = (1 << (height - 1)) + count - 1
+    while node > 1 and node % 2 == 1:
+        node //= 2
+    return node
 
 
 def node_leaves(node: int, height: int) -> tuple[int, int]:
@@ -651,3 +662,52 @@ class MatrixTree:
         out = np.empty((self.dim, self.dim))
         query_into(self.state, self._cover_noise(), out)
         return out
+
+    # ------------------------------------------------------------------ node releases
+
+    def freedom(self) -> int:
+        """Independent noise coordinates of a node: d(d + 1)/2 (Z_j is symmetric)."""
+        return self.dim * (self.dim + 1) // 2
+
+    def drawn(self, noise: Noise, sensitivity: float) -> Drawn:
+        """The scale the node noise is drawn at (the sampler's σ on its grid in strict mode)
+        and the sensitivity of a snapped node, for the tree's ledger entry."""
+        return drawn_for(noise, "gaussian", self.sigma_node, float(sensitivity), self.freedom())
+
+    def release_node(self, noise: Noise, prefix: np.ndarray, *, name: str, sensitivity: float,
+                     entry: LedgerEntry | None) -> bool:
+        """The node the last leaf completed (`closing_node`) released through
+        `privacy.release.release`: its sum of leaves prefix(s) − prefix(first − 1), plus its
+        noise Z_j, drawn when the tree was built (audit mode; `prefix` is the tree's prefix sum
+        of leaves at the current count). Replaying, Z_j becomes the replayed value less this
+        run's node sum, so that every later query sums the replayed release; True when it
+        changed."""
+        history = self.__dict__.setdefault("_history", {0: np.zeros((self.dim, self.dim))})
+        count = self.count
+        history[count] = np.array(prefix, dtype=float)
+        node = closing_node(count, self.height)
+        first, _ = node_leaves(node, self.height)
+        statistic = history[count] - history[first - 1]
+        z = self.node_noise(node)
+        released = release(noise, None, statistic, name=name, mechanism="gaussian",
+                           sensitivity=sensitivity, scale=self.sigma_node,
+                           partition=f"node {node}, leaves {first}-{count}",
+                           noise_drawn=z, freedom=self.freedom(), entry=entry)
+        if not replaying() or self.sigma_node == 0:
+            return False
+        replacement = released.reshape(self.dim, self.dim) - statistic
+        if np.array_equal(replacement, z):
+            return False
+        self._set_node_noise(node, replacement)
+        return True
+
+    def _set_node_noise(self, node: int, value: np.ndarray) -> None:
+        """Z_node ← value, and the covers' noise sums that include it."""
+        if self._noise_table is not None:
+            self._noise_table[node - 1] = value
+            if self.eager:
+                cover_sums(cover_index(self.horizon, self.height, self.cover_kind),
+                           self._noise_table, self.state.noise)
+        else:
+            self._noise_lazy[node] = np.array(value, dtype=float)
+        self._noise_sum_count = -1
