@@ -5,13 +5,15 @@ control that must differ."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from dpbandits.paper.claims import Context, power_law_exponent, run_comparison
-from dpbandits.paper.results import metric_values
+from dpbandits.paper.claims import Context, evaluate_claim, power_law_exponent, run_comparison
+from dpbandits.paper.published import load_claims_file
+from dpbandits.paper.results import Results, metric_values
 
 from paper_helpers import frame
 
@@ -111,3 +113,57 @@ def test_for_each_over_two_columns_needs_every_cell():
     only = run_comparison(ctx(df, "capture"), {**comp, "values": [0.1]})
     assert only.status == "reproduced" and "q = 0.3" not in only.measured
 
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def project_claim(claim_id: str) -> dict:
+    """One claim of the project's paper/claims.yaml."""
+    claims = load_claims_file(REPO / "paper" / "claims.yaml")["claims"]
+    return next(c for c in claims if c["id"] == claim_id)
+
+
+def verdict(claim_id: str, experiment: str, summary: pd.DataFrame) -> str:
+    """The verdict of a project claim on a made-up summary of its experiment."""
+    results = Results({experiment: {"paper": "x"}}, {experiment: summary})
+    return evaluate_claim(project_claim(claim_id), results).status
+
+
+def test_the_accountant_row_differs_when_one_cell_misses_the_bound():
+    rows = [{"algorithm": f"AdaPrivate-TS-Amp [q={q}]", "grid_of": "AdaPrivate-TS-Amp", "q": q,
+             "epsilon": eps, "instance_index": 0, "seed": seed, "T": 10000,
+             "rdp_capture": 1.0}
+            for q in (0.1, 0.3, 0.5, 0.7) for eps in (0.5, 1.0, 2.0, 5.0) for seed in range(12)]
+    df = pd.DataFrame(rows)
+    assert verdict("ts_rdp_orders_capture", "ts_amplification", df) == "reproduced"
+    low = df.assign(rdp_capture=np.where((df["q"] == 0.3) & (df["epsilon"] == 1.0), 0.9815,
+                                         1.0))
+    assert verdict("ts_rdp_orders_capture", "ts_amplification", low) == "differs"
+    at_bound = df.assign(rdp_capture=0.9951)
+    assert verdict("ts_rdp_orders_capture", "ts_amplification", at_bound) == "reproduced"
+
+
+def test_the_budget_row_differs_when_one_strict_run_overspends():
+    def ledger_rows(spent: float) -> pd.DataFrame:
+        rows = [{"algorithm": "Private-GLM (strict)", "epsilon": eps, "delta": 0.02,
+                 "epsilon_spent": 0.8 * eps, "delta_spent": 0.02, "instance_index": s,
+                 "seed": seed, "T": 5000} for eps in (4.0, 6.0, 8.0) for s in range(3)
+                for seed in range(10)]
+        df = pd.DataFrame(rows)
+        df.loc[0, "epsilon_spent"] = spent
+        return df
+
+    assert verdict("glm_budget_never_exceeded", "glm_table2", ledger_rows(3.2)) == "reproduced"
+    assert verdict("glm_budget_never_exceeded", "glm_table2", ledger_rows(4.01)) == "differs"
+    assert verdict("glm_budget_never_exceeded", "glm_table2", ledger_rows(math.inf)) == "differs"
+
+
+def test_the_rate_row_differs_when_the_excess_does_not_fall_as_one_over_epsilon(rng):
+    def regrets(rate: float) -> pd.DataFrame:
+        df = excess_frame(rng, rate)
+        df["policy"] = df["algorithm"].map({"Ref": "PhasedElimination",
+                                            "Priv": "CentralDPElimination"})
+        return df.assign(T=1_000_000)
+
+    assert verdict("lin_central_excess_rate", "linear_fig2", regrets(-1.0)) == "reproduced"
+    assert verdict("lin_central_excess_rate", "linear_fig2", regrets(-0.5)) == "differs"
