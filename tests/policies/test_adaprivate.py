@@ -286,11 +286,16 @@ def test_amp_is_infeasible_at_small_epsilon_unless_orders_extend() -> None:
     pol = make_policy("AdaPrivate-TS-Amp", info, np.random.default_rng(0), epsilon=0.1,
                       delta=DELTA, accounting="paper", orders="auto")
     assert pol.diagnostics()["orders_extended"] == 1.0
+    # the paper's orders reach only ln(1/δ)/63 = 0.183 at the σ drawn for ε = 0.1
+    assert pol.diagnostics()["rdp_capture"] == pytest.approx(0.504, abs=1e-3)
     paper = make_policy("AdaPrivate-TS-Amp", info, np.random.default_rng(0), epsilon=1.0,
                         delta=DELTA, accounting="paper")
     strict = make_policy("AdaPrivate-TS-Amp", info, np.random.default_rng(0), epsilon=1.0,
                          delta=DELTA)
     assert paper.sigma == pytest.approx(2.593, abs=1e-3) and strict.sigma > paper.sigma
+    diag = paper.diagnostics()
+    assert diag["rdp_capture"] == pytest.approx(0.9815, abs=1e-4)
+    assert (diag["alpha_star"], diag["alpha_star_dense"]) == (16.0, 18.0)
     assert paper.sigma_effective == pytest.approx(paper.sigma / 0.3)
 
 

@@ -11,12 +11,14 @@ from scipy import integrate, stats
 
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.subsampled import (
+    DENSE_ORDERS,
     EXTENDED_ORDERS,
     PAPER_ORDERS,
     amp_epsilon,
     amp_sigma,
     group_privacy_rho,
     group_rho,
+    orders_capture,
     rdp_replace_one,
     rdp_subsampled_gaussian,
     rdp_subsampled_gaussian_dpa,
@@ -166,3 +168,22 @@ def test_bad_input_is_one_line(call, match: str) -> None:
     with pytest.raises(ConfigError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+def test_orders_capture_is_the_dense_optimum_over_the_paper_orders() -> None:
+    """At ε = 1, q = 0.3 the dense optimum order is 18, not a paper order: the paper's orders
+    keep 98.2 % of the optimal bound; at ε = 5 the optimum α = 5 is a paper order: 100 %."""
+    sigma, _ = amp_sigma(0.3, 1.0, DELTA)
+    capture, alpha = orders_capture(0.3, sigma, DELTA)
+    dense = amp_epsilon(0.3, sigma, DELTA, orders=DENSE_ORDERS)[0]
+    paper = amp_epsilon(0.3, sigma, DELTA)[0]
+    assert capture == pytest.approx(dense / paper) and alpha == 18
+    assert capture == pytest.approx(0.9815, abs=1e-4) and paper == pytest.approx(1.0, abs=1e-9)
+    # the dense grid's minimum is no larger than any of its orders' ε, checked by brute force
+    rdp = rdp_subsampled_gaussian(0.3, sigma, DENSE_ORDERS)
+    brute = rdp + math.log(1 / DELTA) / (np.asarray(DENSE_ORDERS) - 1.0)
+    assert dense == pytest.approx(brute.min()) and DENSE_ORDERS[int(brute.argmin())] == 18
+    sigma5, _ = amp_sigma(0.3, 5.0, DELTA)
+    assert orders_capture(0.3, sigma5, DELTA) == (1.0, 5)
+    strict, _ = amp_sigma(0.3, 1.0, DELTA, relation="replace_one")
+    assert orders_capture(0.3, strict, DELTA, relation="replace_one")[0] < 1.0

@@ -32,13 +32,16 @@ from dpbandits import stats
 from dpbandits.data.provenance import data_reason
 from dpbandits.paper.published import ALPHA
 from dpbandits.paper.results import (
+    BUDGET_USED,
     SYMBOLS,
     NotComparable,
+    NotRun,
     Results,
     column_of,
     describe,
     failed_verdict,
     higher_is_better,
+    metric_values,
     select,
     trial_values,
 )
@@ -502,7 +505,8 @@ def _between(ctx: Context, c: dict[str, Any]) -> TestResult:
     if n < 2:
         raise NotComparable("a t interval needs at least 2 trials")
     mean = float(values.mean())
-    se = float(stats.standard_error(values))
+    # identical trials (a deterministic quantity) have no spread, whatever the rounding of sd
+    se = 0.0 if np.ptp(values) == 0 else float(stats.standard_error(values))
     low, high = _band(c)
     decision = equivalence(mean, se, n, low, high, ctx.alpha, n - 1)
     half = stats.t_margin(se, n - 1, 2 * ctx.alpha)
@@ -581,14 +585,125 @@ def _within_band(ctx: Context, c: dict[str, Any]) -> TestResult:
         float(deviation.abs().mean().max()), None, reason=reason, trials_needed=needed)
 
 
+@comparison("all_at_most", strict=False)
+def _all_at_most(ctx: Context, c: dict[str, Any]) -> TestResult:
+    """Every trial of `select` has metric ≤ threshold: a claim about every run ("never
+    exceeded") on an exact quantity (a privacy ledger's arithmetic), so one trial past the
+    threshold, or one whose value is unknown, differs; no statistics."""
+    rows = select(ctx.summary, c["select"])
+    if rows.empty:
+        raise NotRun(f"no results for {describe(c['select'])}")
+    values = metric_values(rows, ctx.metric).to_numpy(float)
+    threshold = float(c["threshold"])
+    limit = threshold * (1 + float(c.get("tolerance", 0.0)))
+    past = int(np.sum(~(values <= limit)))  # NaN (unknown) is not below the limit
+    finite = values[np.isfinite(values)]
+    largest = float(values.max()) if not np.isnan(values).any() else math.nan
+    if past == 0:
+        decision = Decision(REPRODUCED, f"all {len(values)} trials ≤ {plain(threshold)} "
+                            f"(largest {plain(largest)})")
+    else:
+        unknown = int(np.isnan(values).sum())
+        infinite = int(np.isinf(values).sum())
+        parts = [f"{past} of {len(values)} trials past {plain(threshold)}"]
+        if infinite:
+            parts.append(f"{infinite} at ∞")
+        if unknown:
+            parts.append(f"{unknown} unknown")
+        decision = Decision(DIFFERS, ", ".join(parts))
+    shown = (f"largest {plain(float(finite.max()))} of the finite values" if len(finite)
+             else "no finite value")
+    if ctx.metric == BUDGET_USED:  # which side of the budget: ε and δ spent, each over its own
+        shown += "".join(
+            f"; {name} spent/{name} {_inf(float(np.nanmin(frac)))} to "
+            f"{_inf(float(np.nanmax(frac)))}"
+            for name, frac in (("ε", _fraction(rows, "epsilon_spent", "epsilon")),
+                               ("δ", _fraction(rows, "delta_spent", "delta")))
+            if not np.isnan(frac).all())
+    return TestResult(
+        decision.status, f"every trial ≤ {plain(threshold)} (exact, no statistics)",
+        f"{describe(c['select'])}: {shown}; {past} of {len(values)} trials past "
+        f"{plain(threshold)}", largest, None, reason=decision.reason)
+
+
+def _inf(x: float) -> str:
+    """A number in plain notation, ∞ written out."""
+    return "∞" if x == math.inf else plain(x)
+
+
+def _fraction(rows: pd.DataFrame, spent: str, budget: str) -> np.ndarray:
+    """Per-row spent/budget of a ledger column pair."""
+    return (pd.to_numeric(rows[spent], errors="coerce")
+            / pd.to_numeric(rows[budget], errors="coerce")).to_numpy(float)
+
+
+RATE_GRID = np.round(np.arange(-3.0, 1.0 + 1e-9, 0.005), 3)
+"""Exponents s searched by the power-law fit of `rate_between` (step 0.005)."""
+
+
+def power_law_exponent(x: np.ndarray, means: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Least-squares fit of means ≈ c·x^s on the raw scale (c in closed form for each s of
+    RATE_GRID, s by the smallest squared error): (s, c) for each row of `means` (reps × x)."""
+    powers = x[None, :] ** RATE_GRID[:, None]               # (grid, x)
+    cross = means @ powers.T                                # Σ m·x^s
+    norm = (powers ** 2).sum(axis=1)                        # Σ x^{2s}
+    sse = (means ** 2).sum(axis=1)[:, None] - cross ** 2 / norm[None, :]
+    best = np.argmin(sse, axis=1)
+    rows = np.arange(len(means))
+    return RATE_GRID[best], cross[rows, best] / norm[best]
+
+
+@comparison("rate_between", strict=False)
+def _rate_between(ctx: Context, c: dict[str, Any]) -> TestResult:
+    """The excess mean(a) − mean(b) over the column `over` follows c·x^s with s in [low, high]
+    (± margin): least-squares power law on the means, paired bootstrap over the trials both
+    ran (4000 resamples), equivalence with its 1 − 2α interval."""
+    over = c["over"]
+    va = ctx.values(c["a"], by=column_of(ctx.summary, over))
+    vb = ctx.values(c["b"])
+    table = va.unstack(level=0)
+    common = table.index.intersection(vb.index)
+    table = table.loc[common]
+    if table.shape[1] < 3 or table.isna().any().any() or len(common) < 3:
+        raise NotComparable(f"a rate over {over} needs ≥ 3 values run on the same ≥ 3 trials "
+                            "as the reference")
+    x = table.columns.to_numpy(float)
+    if np.any(x <= 0):
+        raise NotComparable(f"a power law needs {over} > 0")
+    excess = table.to_numpy(float) - vb.loc[common].to_numpy(float)[:, None]  # (trials, x)
+    (s_hat,), (c_hat,) = power_law_exponent(x, excess.mean(axis=0)[None, :])
+    rng = np.random.default_rng(np.random.SeedSequence(ctx.seed))
+    idx = rng.integers(0, len(excess), size=(N_BOOT, len(excess)))
+    reps, _ = power_law_exponent(x, excess[idx].mean(axis=1))
+    low, high = _band(c)
+    n = len(excess)
+    decision = equivalence(float(s_hat), float(reps.std()), n, low, high, ctx.alpha)
+    lo, hi = np.quantile(reps, [ctx.alpha, 1 - ctx.alpha])
+    name = SYMBOLS.get(over, over)
+    means = ", ".join(f"{name} = {_value(k)}: {_fmt(m)}"
+                      for k, m in zip(x, excess.mean(axis=0), strict=True))
+    return TestResult(
+        decision.status,
+        f"least-squares power law of the mean excess on {name}, paired bootstrap "
+        f"({N_BOOT} resamples, n = {n}) {100 * (1 - 2 * ctx.alpha):g} % interval of the "
+        f"exponent inside {_band_text(c)} (equivalence)",
+        f"{describe(c['a'])} − {describe(c['b'])}: {means}; fit {plain(float(c_hat))}·"
+        f"{name}^s, s = {plain(float(s_hat))} (interval {plain(float(lo))} to "
+        f"{plain(float(hi))})", float(s_hat), None, (float(lo), float(hi)),
+        reason=decision.reason, trials_needed=decision.trials_needed)
+
+
 def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
-    """Run one comparison; with `for_each: column` run it per value of the column (all must hold:
-    intersection-union)."""
+    """Run one comparison; with `for_each: column` run it per value of the column, with a list
+    of columns per combination of their values (all must hold: intersection-union)."""
     kind = comp["kind"]
     fn = COMPARISONS[kind]
     column = comp.get("for_each")
     if not column:
         return fn(ctx, comp)
+    rest: list[str] = []
+    if isinstance(column, list):  # several columns: nested, every combination must hold
+        column, rest = column[0], list(column[1:])
     col = column_of(ctx.summary, column)
     values = comp.get("values") or _values_of(ctx.summary, comp, col)
     if not values:
@@ -597,7 +712,9 @@ def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
     for value in values:
         sub = {k: v for k, v in comp.items() if k not in ("for_each", "values")}
         sub = _with_key(sub, column, value)
-        results.append((value, fn(ctx, sub)))
+        if rest:
+            sub["for_each"] = rest
+        results.append((value, run_comparison(ctx, sub) if rest else fn(ctx, sub)))
     strict = STRICT[kind]
     ps = [r.p_value for _, r in results if r.p_value is not None]
     p = (max(ps) if strict else min(ps)) if ps else None
@@ -605,8 +722,11 @@ def run_comparison(ctx: Context, comp: dict[str, Any]) -> TestResult:
     name = SYMBOLS.get(column, column)
     reason = _joined([f"{name} = {_value(v)}: {r.reason}" for v, r in results
                       if r.status == status])
+    test = results[0][1].test
+    test = (test.replace("; for each ", f"; for each {name}, ", 1) if rest
+            else f"{test}; for each {name} (all must hold)")
     return TestResult(
-        status, f"{results[0][1].test}; for each {name} (all must hold)",
+        status, test,
         " | ".join(f"{name} = {_value(v)}: {r.measured}" for v, r in results),
         min(r.estimate for _, r in results), p, reason=reason, trials_needed=needed)
 

@@ -157,6 +157,7 @@ SELECTOR_KEYS = {
     "between": ("select", "low", "high"), "stable": ("select", "over", "threshold"),
     "difference_between": ("a", "b", "low", "high"), "more_variable": ("a", "b"),
     "within_band": ("select", "over", "half_width"),
+    "all_at_most": ("select", "threshold"), "rate_between": ("a", "b", "over", "low", "high"),
 }
 TESTS = ("auto", "paired_t", "welch_t")
 

@@ -176,8 +176,22 @@ def with_metric(summary: pd.DataFrame, metric: str, exp: dict[str, Any] | None =
         raise NotComparable(str(exc)) from None
 
 
+BUDGET_USED = "budget_used"
+"""The derived metric max(ε spent/ε, δ spent/δ) of a row's privacy ledger (1 = the budget)."""
+
+
 def metric_values(rows: pd.DataFrame, metric: str) -> pd.Series:
-    """Per-row metric: a summary column, `ctr` (= mean_reward) or NP% (see with_metric)."""
+    """Per-row metric: a summary column, `ctr` (= mean_reward), NP% (see with_metric) or
+    `budget_used` (the ledger's spent (ε, δ) over the budget, the larger of the two)."""
+    if metric == BUDGET_USED:
+        needed = ("epsilon_spent", "epsilon", "delta_spent", "delta")
+        if any(c not in rows.columns for c in needed):
+            raise NotComparable(f"metric {metric!r} needs the columns {', '.join(needed)}")
+        used = [pd.to_numeric(rows[spent], errors="coerce") / pd.to_numeric(rows[budget],
+                                                                             errors="coerce")
+                for spent, budget in (("epsilon_spent", "epsilon"), ("delta_spent", "delta"))]
+        both = pd.concat(used, axis=1)
+        return both.max(axis=1, skipna=False)
     column = {"ctr": "mean_reward", **NP_METRICS}.get(metric, metric)
     if column not in rows.columns:
         raise NotComparable(f"metric {metric!r} is not in the results")

@@ -35,6 +35,7 @@ from dpbandits.privacy.subsampled import (
     PAPER_ORDERS,
     amp_epsilon,
     amp_sigma,
+    orders_capture,
 )
 from dpbandits.privacy.zcdp import gaussian_sigma
 
@@ -280,6 +281,7 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
             self.orders_extended = True
             sigma, self.alpha_star = self._calibrate(orders)
         self.orders_used = orders
+        self.sigma_unit = sigma
         self.release_name = "b batch increment (÷q after noise)"
         self.sigma = sigma * self.REWARD_SENSITIVITY  # σ_amp is calibrated for Δ = 1
 
@@ -352,8 +354,12 @@ class AdaPrivateTSBase(BatchedPrivatePolicy):
         if self.v0 is not None:
             out["v0"] = self.v0
         if self.q is not None:
+            capture, alpha_dense = orders_capture(self.q, self.sigma_unit, float(self.delta),
+                                                  relation=self.relation,
+                                                  conversion=self.params["conversion"])
             out.update(q=self.q, alpha_star=float(self.alpha_star),
-                       orders_extended=float(self.orders_extended))
+                       orders_extended=float(self.orders_extended), rdp_capture=capture,
+                       alpha_star_dense=float(alpha_dense))
         return out
 
 
