@@ -13,12 +13,14 @@ from functools import lru_cache
 
 import numpy as np
 
+from dpbandits.disk_memo import DiskMemo
 from dpbandits.errors import ConfigError
 from dpbandits.privacy.zcdp import rho_from_epsilon
 
 PAPER_ORDERS: tuple[int, ...] = (2, 3, 4, 5, 6, 8, 16, 32, 64)
 EXTENDED_ORDERS: tuple[int, ...] = (*PAPER_ORDERS, 128, 256)
 DENSE_ORDERS: tuple[int, ...] = tuple(range(2, 1025))
+_captures = DiskMemo("orders-capture-v1.json")  # shared by a run's jobs (disk_memo)
 """Every integer order 2..1024: the unrestricted optimum the paper's orders are compared with."""
 RELATIONS = ("add_remove", "replace_one")
 CONVERSIONS = ("classic", "tight")
@@ -146,11 +148,16 @@ def orders_capture(
 ) -> tuple[float, int]:
     """ε minimised over DENSE_ORDERS divided by ε at PAPER_ORDERS, at the same σ, and the dense
     optimum order (AdaPrivate-TS Sec. 5: "α ≤ 64 captures > 99.5 % of the optimal RDP bound")."""
+    key = repr((q, sigma, delta, relation, conversion))
+    cached = _captures.get(key)
+    if cached is not None:
+        return float(cached[0]), int(cached[1])
     paper = amp_epsilon(q, sigma, delta, orders=PAPER_ORDERS, relation=relation,
                         conversion=conversion)[0]
     dense, alpha = amp_epsilon(q, sigma, delta, orders=DENSE_ORDERS, relation=relation,
                                conversion=conversion)
-    return dense / paper, alpha
+    _captures.put(key, [dense / paper, int(alpha)])
+    return dense / paper, int(alpha)
 
 
 def _check_mode(relation: str, conversion: str) -> None:
