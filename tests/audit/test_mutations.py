@@ -108,3 +108,13 @@ def test_every_weakening_of_the_joint_dp_policies_is_caught_naming_the_release()
         assert JOINT_EVIDENCE[(r.policy, r.weakening)] in r.evidence, r.evidence
     assert coverage_lines(results)[0].startswith(
         "Mutation score of the release checks: 10 / 10")
+
+
+def test_every_private_policy_is_checked_and_has_weakenings() -> None:
+    """The catalogue covers every registered private policy (a new one must join it)."""
+    from dpbandits.audit.release_checks import CASES
+    from dpbandits.policies import POLICIES
+
+    private = {name for name, cls in POLICIES.items() if cls.private}
+    assert private == {c.policy for c in CASES}
+    assert private == {m.policy for m, _ in catalogue()}
