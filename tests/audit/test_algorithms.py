@@ -137,13 +137,20 @@ def test_larger_pairs_fire_criterion_one_and_only_paper_mode_leaks(name: str, ru
 
 
 def test_ab8fd16_pair_is_a_paper_only_control_and_is_caught() -> None:
-    """The initial commit's code state keeps the Criterion-I trigger: caught like d9c93e1's."""
+    """The initial commit's code state keeps the Criterion-I trigger: caught like d9c93e1's.
+
+    At its planned 5000 runs per input (about 10 s): ε_lb 5.06–6.26 over seeds 1–6 and 2024,
+    the attainable 6.2 at six of them, so the claim ε = 4 is cleared by ≥ 1; at 2000 runs the
+    margin was 0.17–1.3 over eight seeds and at 800 the control was missed on one machine
+    (3.76)."""
     audit = POLICY_AUDITS["Private-GLM@context-d5-ab8fd16"]
     assert audit.modes == ("paper",) and audit.paper_leaks
     assert audit.params == {"code_state": "ab8fd16"}
-    result = run_audit("Private-GLM@context-d5-ab8fd16", runs=800, seed=5, accounting="paper",
+    assert audit.default_runs == 5000
+    result = run_audit("Private-GLM@context-d5-ab8fd16", seed=5, accounting="paper",
                        role="control")
     assert result.verdict == "control caught", result.summary()
+    assert result.bound.epsilon_lb > audit.epsilon + 1.0, result.summary()
     assert math.isinf(result.info["ledger_epsilon"])
     assert result.info["criterion1_at_t0_d0"] == 1.0 and result.info["criterion1_at_t0_d1"] == 0.0
     with pytest.raises(ConfigError, match="code_state = 'ab8fd16' is not allowed with "

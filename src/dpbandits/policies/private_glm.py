@@ -160,7 +160,7 @@ PRIVATE_GLM_AUDITS = (
                                               "S": 5.0}, 0.66, 1000, 4.0, paper_leaks=True,
                    note=GLM_AUDIT_NOTE),
     _context_audit("Private-GLM@context-d5-ab8fd16", {**GLM_PAIR, "family": "logistic",
-                                                      "d": 5, "S": 5.0}, 0.66, 2000, 4.0,
+                                                      "d": 5, "S": 5.0}, 0.66, 5000, 4.0,
                    params={"code_state": "ab8fd16"}, modes=("paper",), paper_leaks=True,
                    note="the d = 5 pair on the initial commit's code state (paper accounting "
                         "only; at the d = 2 pair its calibration cannot reach the warm-up "

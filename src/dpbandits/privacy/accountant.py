@@ -4,8 +4,10 @@
 Gaussian mechanisms with noise multiplier σ on a batch of b of n records sampled without
 replacement under the REPLACE_ONE relation (Wang–Balle–Kasiviswanathan 2019, Thm 27), at the
 authors' RDP orders (docs/glm.md, "DP-SGD and the RDP accountant"). The default engine evaluates
-the same bound as dp-accounting's `RdpAccountant` (`privacy.wbk`: a compiled forward-difference
-recursion, then numpy over all orders at once); `engine="dp_accounting"` calls the package.
+the same bound as dp-accounting's `RdpAccountant`, exactly to ~1e-10 at every order
+(`privacy.wbk`: compiled forward differences, then numpy over all orders at once), where
+dp-accounting's own float evaluation cancels to noise at high orders for large σ;
+`engine="dp_accounting"` calls the package.
 Results are memoised in-process and persisted under `$DPBANDITS_CACHE` (`disk_memo`).
 """
 
@@ -26,7 +28,7 @@ BASE_ORDERS: tuple[float, ...] = (1.25, 1.5, 1.75, *map(float, range(2, 65)),
                                   96.0, 128.0, 192.0, 256.0, 384.0, 512.0)
 SMALL_EPSILON_ORDERS: tuple[float, ...] = (768.0, 1024.0)
 SIGMA_BOUNDS = (1e-5, 4e7)
-CACHE_FILE = "accountant-v1.json"
+CACHE_FILE = "accountant-v2.json"
 ENGINES = ("fast", "dp_accounting")
 
 _memo = DiskMemo(CACHE_FILE)
@@ -254,8 +256,8 @@ def noise_multiplier(epsilon: float, delta: float, steps: int, n: int, batch: in
     """σ with eps(σ) = ε for `steps` w/o-replacement Gaussian steps (b of n), REPLACE_ONE.
 
     Root of σ ↦ eps(σ) on [1e-5, 4e7] to relative precision ~1e-7, always on
-    the side eps(σ) ≤ ε. (Finer precision is meaningless: for large σ and q < 1 the bound
-    itself oscillates at the 1e-3 level through cancellation in the forward differences.)
+    the side eps(σ) ≤ ε. (dp-accounting's eps(σ) oscillates at the 1e-3 level for large σ and
+    q < 1, through cancellation in its forward differences; ours does not, `privacy.wbk`.)
     The search starts from the closed-form unsampled root, so the result depends on the
     arguments only (never on what was computed before). Raises ConfigError when ε is not
     attainable.

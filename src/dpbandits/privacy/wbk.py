@@ -2,7 +2,10 @@
 on a sample drawn without replacement, for integer orders α ≥ 2.
 
 `log_forward_diffs` gives log|Δ^k| at 0 of (1, e^{cgf(0)}, e^{cgf(1)}, …), cgf(x) = x(x + 1)/(2σ²),
-by the log-magnitude-and-sign recursion of dp-accounting's `_get_forward_diffs`; `log_a_ints`
+by the log-magnitude-and-sign recursion of dp-accounting's `_get_forward_diffs` where that is
+accurate, and by a series of positive terms where the recursion cancels (large σ, high
+orders: there dp-accounting's values are rounding noise, e.g. e^{+5} for the exact e^{−170} of
+Δ^65 at σ = 70); `log_a_ints`
 sums the theorem's terms in log space, exactly up to α = 256 and with the Stirling-type bound
 beyond (dp-accounting's `_compute_rdp_sample_wor_gaussian_int`), every order at once.
 """
@@ -61,11 +64,108 @@ def forward_diffs_kernel(scale: float, n: int) -> np.ndarray:
     return deltas
 
 
+@jit
+def _add_scaled(m: np.ndarray, e: np.ndarray, k: int, terms_m: np.ndarray,
+                terms_e: np.ndarray) -> None:
+    """(m[k], e[k]) ← the sum of the nonnegative terms m_t·2^{e_t}, as a mantissa in [½, 1) and
+    an integer exponent (relative rounding only: no range limit, no cancellation)."""
+    top = -(2**62)
+    for t in range(terms_m.shape[0]):
+        if terms_m[t] > 0.0 and terms_e[t] > top:
+            top = terms_e[t]
+    if top == -(2**62):
+        m[k] = 0.0
+        e[k] = 0
+        return
+    total = 0.0
+    for t in range(terms_m.shape[0]):
+        if terms_m[t] > 0.0 and terms_e[t] - top > -1100:
+            total += math.ldexp(terms_m[t], terms_e[t] - top)
+    mantissa, exponent = math.frexp(total)
+    m[k] = mantissa
+    e[k] = top + exponent
+
+
+@jit
+def series_kernel(c: float, n: int, max_steps: int) -> np.ndarray:
+    """log Δ^m at 0, m = 1..n+2, of g(k) = e^{c k(k − 1)} (the sequence (1, e^{cgf(0)}, …) with
+    c = 1/(2σ²)) as a sum of positive terms: (k(k − 1))^r = Σ_j b_{r,j} k^{(j)} (falling
+    factorials, b_{r+1,j} = b_{r,j−2} + 2(j − 1) b_{r,j−1} + j(j − 1) b_{r,j} ≥ 0) and
+    Δ^m k^{(j)} = m! [j = m] give Δ^m g(0) = m! Σ_r h_r(m), h_r(j) = c^r b_{r,j}/r!. Every
+    h_r(j) and sum is a mantissa with an integer power of 2 (no overflow or underflow, only
+    relative rounding). The sum stops once r + 1 ≥ 2c(n + 3)² (each further term at most half
+    the one before) and the last terms are below 2^{−64} of their sums. Empty when that takes
+    more than `max_steps` terms (small σ: the difference triangle does not cancel there)."""
+    size = n + 3
+    if 2.0 * c * size * size > max_steps:
+        return np.empty(0)
+    hm = np.zeros(size)
+    he = np.zeros(size, dtype=np.int64)
+    hm[0] = 0.5
+    he[0] = 1  # h_0(0) = 1
+    tm = hm.copy()
+    te = he.copy()
+    nm = np.zeros(size)
+    ne = np.zeros(size, dtype=np.int64)
+    terms_m = np.empty(3)
+    terms_e = np.empty(3, dtype=np.int64)
+    pair_m = np.empty(2)
+    pair_e = np.empty(2, dtype=np.int64)
+    for r in range(max_steps + size):
+        scale = c / (r + 1.0)
+        for j in range(2, size):
+            terms_m[0] = scale * hm[j - 2]
+            terms_e[0] = he[j - 2]
+            terms_m[1] = scale * 2.0 * (j - 1) * hm[j - 1]
+            terms_e[1] = he[j - 1]
+            terms_m[2] = scale * j * (j - 1.0) * hm[j]
+            terms_e[2] = he[j]
+            _add_scaled(nm, ne, j, terms_m, terms_e)
+        small = True
+        for j in range(2, size):
+            hm[j] = nm[j]
+            he[j] = ne[j]
+            pair_m[0] = tm[j]
+            pair_e[0] = te[j]
+            pair_m[1] = hm[j]
+            pair_e[1] = he[j]
+            _add_scaled(tm, te, j, pair_m, pair_e)
+            if tm[j] == 0.0 or (hm[j] > 0.0 and he[j] - te[j] > -64):
+                small = False
+        hm[0] = 0.0
+        hm[1] = 0.0
+        if small and r + 2.0 >= 2.0 * c * size * size:
+            break
+    out = np.empty(n + 2)
+    for m in range(1, n + 3):
+        out[m - 1] = -math.inf if tm[m] == 0.0 else \
+            math.lgamma(m + 1.0) + math.log(tm[m]) + te[m] * _LOG2
+    return out
+
+
+SERIES_MAX_STEPS = 4200  # the positive series is summed for 2c(n + 3)² up to this
+AGREE = 1e-10  # the triangle's value is kept where it is within this of the series's (in log)
+
+
 def log_forward_diffs(sigma: float, n: int) -> np.ndarray:
-    """log|Δ^{i+1}| at 0 of (1, e^{cgf(0)}, e^{cgf(1)}, …), i = 0..n+1, cgf(x) = x(x + 1)/(2σ²)."""
+    """log|Δ^{i+1}| at 0 of (1, e^{cgf(0)}, e^{cgf(1)}, …), i = 0..n+1, cgf(x) = x(x + 1)/(2σ²).
+
+    The difference triangle (`forward_diffs_kernel`, dp-accounting's recursion) cancels
+    catastrophically for large σ at high orders; there each value is replaced by the positive
+    series of `series_kernel`, which has no cancellation. Where the two agree to `AGREE` the
+    triangle's value is kept bit for bit.
+    """
     if int(n) != n or n < 0:
         raise ValueError(f"n = {n!r} is not allowed; must be an integer >= 0")
-    return forward_diffs_kernel(2.0 * float(sigma) ** 2, int(n))
+    scale = 2.0 * float(sigma) ** 2
+    deltas = forward_diffs_kernel(scale, int(n))
+    series = series_kernel(1.0 / scale, int(n), SERIES_MAX_STEPS)
+    if series.size:
+        with np.errstate(invalid="ignore"):
+            agree = np.abs(deltas - series) <= AGREE
+        agree |= (deltas == -math.inf) & (series == -math.inf)
+        deltas = np.where(agree, deltas, series)
+    return deltas
 
 
 class OrderGrid(NamedTuple):
