@@ -30,6 +30,9 @@ def test_sd_and_standard_error(rng):
     assert stats.standard_error(x) == pytest.approx(stats.sample_sd(x) / 3)
     series = pd.Series(x)
     assert stats.standard_error(series) == series.std(ddof=1) / 3  # the Series' own std
+    # equal values: exactly 0, where the float sd of 2312.1 repeated ten times is 4.8e-13
+    assert np.full(10, 2312.1).std(ddof=1) > 0
+    assert stats.standard_error(np.full(10, 2312.1)) == 0.0
     assert stats.sample_sd(x[:1]) == 0.0 and math.isnan(stats.standard_error(x[:1]))
 
 

@@ -32,10 +32,14 @@ def sample_sd(values: Sample) -> float:
 
 
 def standard_error(values: Sample) -> float:
-    """Standard error of the mean, sd/√n with the n − 1 sd; nan for fewer than two values."""
+    """Standard error of the mean, sd/√n with the n − 1 sd; nan for fewer than two values,
+    exactly 0 when every value is the same (the float sd would be rounding noise)."""
     n = len(values)
     if n < 2:
         return math.nan
+    flat = np.asarray(values)
+    if np.all(flat == flat[0]):
+        return 0.0
     return values.std(ddof=1) / np.sqrt(n)
 
 
