@@ -114,20 +114,27 @@ def _on_grid(records: list) -> bool:
                               r.released / grid(r.drawn.scale)) for r in records)
 
 
-@pytest.mark.parametrize("name", ["AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-UCB"])
-def test_strict_runs_draw_no_float_noise_and_every_release_is_on_the_exact_grid(
-        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _count_exact_calls(monkeypatch: pytest.MonkeyPatch, sampler: str) -> list[int]:
+    """A one-element counter of the calls of the C sampler `sampler` (e.g. discrete_gaussian),
+    the samplers otherwise unchanged."""
     calls = [0]
     counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
                                   for k in dir(exact_noise._exact) if not k.startswith("__")})
-    sampler = counting.discrete_gaussian
+    original = getattr(counting, sampler)
 
     def count(*args):
         calls[0] += 1
-        return sampler(*args)
+        return original(*args)
 
-    counting.discrete_gaussian = count
+    setattr(counting, sampler, count)
     monkeypatch.setattr(exact_noise, "_exact", counting)
+    return calls
+
+
+@pytest.mark.parametrize("name", ["AdaPrivate-TS", "AdaPrivate-TS-Amp", "AdaPrivate-UCB"])
+def test_strict_runs_draw_no_float_noise_and_every_release_is_on_the_exact_grid(
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_exact_calls(monkeypatch, "discrete_gaussian")
     records = _run(name, "strict")
     assert len(records) == 3 and calls[0] == 3  # one exact draw per release
     assert _on_grid(records)
@@ -175,17 +182,7 @@ def _elimination_releases(name: str, accounting: str) -> list:
                                   "ShuffleDPElimination"])
 def test_strict_eliminations_draw_no_float_noise_one_exact_call_per_release(
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = [0]
-    counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
-                                  for k in dir(exact_noise._exact) if not k.startswith("__")})
-    sampler = counting.discrete_laplace
-
-    def count(*args):
-        calls[0] += 1
-        return sampler(*args)
-
-    counting.discrete_laplace = count
-    monkeypatch.setattr(exact_noise, "_exact", counting)
+    calls = _count_exact_calls(monkeypatch, "discrete_laplace")
     records = _elimination_releases(name, "strict")
     assert len(records) >= 3 and calls[0] == len(records)  # one exact draw per batch
     assert _on_grid(records)
@@ -270,17 +267,7 @@ def test_strict_zcdp_baselines_draw_no_float_noise_and_release_on_the_exact_grid
         name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """One exact call per release (zCDP-Episodic: its noise rows come in blocks, at most one
     call per release); paper runs draw floats and release off the grid (the control)."""
-    calls = [0]
-    counting = SimpleNamespace(**{k: getattr(exact_noise._exact, k)
-                                  for k in dir(exact_noise._exact) if not k.startswith("__")})
-    sampler = counting.discrete_gaussian
-
-    def count(*args):
-        calls[0] += 1
-        return sampler(*args)
-
-    counting.discrete_gaussian = count
-    monkeypatch.setattr(exact_noise, "_exact", counting)
+    calls = _count_exact_calls(monkeypatch, "discrete_gaussian")
     records = _run_zcdp(name, "strict")
     assert len(records) >= 3 and _on_grid(records)
     if name == "zCDP-Episodic":

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -141,19 +142,11 @@ def _blanket_cut(params: Any) -> Any:
 
 
 @contextmanager
-def _gram_noise_cut() -> Iterator[None]:
-    """SymSum's protocol drawn with b ÷ 100 (σ̃ × 0.1); its ledger prices the b drawn."""
-    plan = shuffle_glm.vector_sum_params
-    with mock.patch.object(shuffle_glm, "vector_sum_params",
-                           lambda *a, **k: _blanket_cut(plan(*a, **k))):
-        yield
-
-
-@contextmanager
-def _shuffle_gradient_noise_cut() -> Iterator[None]:
-    """P_GD's vector sums drawn with b ÷ 100 (σ̃ × 0.1); the ledger prices the b drawn."""
-    plan = shuffle_gd.vector_sum_params
-    with mock.patch.object(shuffle_gd, "vector_sum_params",
+def _blanket_cut_in(module: Any) -> Iterator[None]:
+    """The vector sums `module` plans (SymSum in shuffle_glm, P_GD's in shuffle_gd) drawn with
+    b ÷ 100 (σ̃ × 0.1); the ledger prices the b drawn."""
+    plan = module.vector_sum_params
+    with mock.patch.object(module, "vector_sum_params",
                            lambda *a, **k: _blanket_cut(plan(*a, **k))):
         yield
 
@@ -293,9 +286,10 @@ PATCHES.update({policy: ELIMINATION_PATCHES for policy in
 # Shuffle-GLM: no "sensitivity ÷ 10" (P_vec clips or refuses at the bound it is calibrated
 # for: docs/audits.md, "Mutation harness"); rewards enter only P_GD's clipped gradients.
 PATCHES["Shuffle-GLM"] = {
-    "noise × 0.1": _gram_noise_cut, "context clip removed": _shuffle_glm_context_clip_removed,
+    "noise × 0.1": partial(_blanket_cut_in, shuffle_glm),
+    "context clip removed": _shuffle_glm_context_clip_removed,
     "ledger from the plan": _gram_ledger_from_plan,
-    "gradient noise × 0.1": _shuffle_gradient_noise_cut,
+    "gradient noise × 0.1": partial(_blanket_cut_in, shuffle_gd),
     "gradient clip removed": _shuffle_gradient_clip_removed,
     "gradient ledger from the plan": _shuffle_gradient_ledger_from_plan,
 }
